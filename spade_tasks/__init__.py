@@ -1,0 +1,1 @@
+"""SPADE: self-play in adaptive synthetic executable environments."""
