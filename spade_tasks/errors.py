@@ -1,0 +1,33 @@
+"""SPADE's exception hierarchy: user errors end the CLI with one line, never a traceback."""
+
+
+class SpadeError(Exception):
+    """Base of every error SPADE raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(SpadeError):
+    """Bad input from the user (file, key, value): printed as one line, exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError):
+    """A config file is missing, malformed, or has an unknown key or bad value."""
+
+
+class SandboxUnavailable(SpadeError):
+    """The configured isolation tier cannot run on this host (no silent downgrade)."""
+
+
+class ModelLoadError(UserError):
+    """A model name or path cannot be resolved or loaded."""
+
+
+class RewardError(SpadeError):
+    """A reward or advantage was asked of inconsistent episode data (a caller's bug)."""
+
+
+class TrainingError(SpadeError):
+    """A training step or checkpoint cannot proceed (bad batch, missing checkpoint)."""
