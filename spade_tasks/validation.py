@@ -1,0 +1,401 @@
+"""The environment checker: small named checks over one program, run in the sandbox.
+
+Each ``check_*`` returns a list of reasons (``"<check name>: <detail>"``); an empty list
+means the check passed. The same reason strings go to the designer's feedback, DuckDB
+and the tests. Static checks read the source; dynamic ones play episodes through
+``spade_tasks.sandbox`` and never execute the program in this process.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spade_tasks.config import SandboxConfig, ValidationConfig
+from spade_tasks.sandbox import Episode, ProgramMeta, Sandbox
+
+ALLOWED_IMPORTS = frozenset({
+    "math", "random", "re", "json", "itertools", "collections", "string", "fractions",
+    "dataclasses", "heapq", "functools", "typing", "abc", "enum", "copy", "operator",
+    "statistics", "decimal", "bisect", "textwrap", "numpy", "gymnasium", "spade_env",
+})
+TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
+SOLVED = 1.0
+RETURN_FLOOR = -1.0
+EPS = 1e-6
+
+
+@dataclass
+class Static:
+    """What the static checks learned: the environment class, if exactly one."""
+
+    tree: ast.Module | None = None
+    class_name: str | None = None
+
+
+@dataclass
+class Played:
+    """One episode as the harness saw it; ``error`` is a sandbox failure, if any."""
+
+    seed: int | None
+    actions: list[str] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    terminated: bool = False
+    truncated: bool = False
+    error: str | None = None
+    hint: str | None = None
+
+    @property
+    def total(self) -> float:
+        return sum(self.rewards)
+
+    @property
+    def ret(self) -> float:
+        """The episode's return: the reward total, floored at -1."""
+        return max(RETURN_FLOOR, self.total)
+
+    @property
+    def turns(self) -> int:
+        return len(self.actions)
+
+    @property
+    def solved(self) -> bool:
+        return self.total >= SOLVED - EPS
+
+
+@dataclass
+class Report:
+    """The verdict on one program."""
+
+    path: str | None
+    accepted: bool
+    reasons: list[str]
+    tier: str
+    class_name: str | None = None
+    meta: ProgramMeta | None = None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "accepted": self.accepted, "reasons": self.reasons,
+                "tier": self.tier, "class_name": self.class_name}
+
+
+# Policies: given the episode and the last observation, return the next action text,
+# or None when the policy cannot act (its failure is recorded by the caller).
+Policy = Callable[[Episode, str], "str | None"]
+
+
+def empty_policy(ep: Episode, obs: str) -> str:
+    return ""
+
+
+def echo_policy(ep: Episode, obs: str) -> str:
+    return obs
+
+
+def constant_policy(text: str) -> Policy:
+    return lambda ep, obs: text
+
+
+def oracle_policy(ep: Episode, obs: str) -> str | None:
+    r = ep.oracle()
+    return r.value if r.ok else None
+
+
+PROBES = {
+    "empty": "",
+    "long": "x" * 20000,
+    "malformed": '<tool_call>{"name": [}</tool_call> \\boxed{ <answer>',
+    "unicode": "Привет 🙂 — ∑∫ ÿ\u0000\u202e",
+    "number": "42",
+}
+
+
+def play(sandbox: Sandbox, source: str, class_name: str, seed: int | None,
+         policy: Policy, max_turns: int, with_hint: bool = False) -> Played:
+    """Play one episode in a fresh worker; faults end it with ``error`` set."""
+    p = Played(seed)
+    with sandbox.open(source, class_name, {"max_turns": max_turns}) as ep:
+        if not ep.load_result.ok:
+            p.error = ep.load_result.error
+            return p
+        r = ep.reset(seed)
+        if not r.ok:
+            p.error = r.error
+            return p
+        obs = r.value[0]
+        if with_hint and ep.meta.has_hint:
+            h = ep.hint()
+            if not h.ok:
+                p.error = h.error
+                return p
+            p.hint = h.value
+        p.observations.append(obs)
+        for _ in range(max_turns):
+            action = policy(ep, obs)
+            if action is None:
+                p.error = "policy: the policy produced no action"
+                break
+            p.actions.append(action)
+            r = ep.step(action)
+            if not r.ok:
+                p.error = r.error
+                break
+            obs, reward, p.terminated, p.truncated, _ = r.value
+            p.observations.append(obs)
+            p.rewards.append(reward)
+            if p.terminated or p.truncated:
+                break
+    return p
+
+
+# -- static checks --------------------------------------------------------------------
+
+
+def check_parse(source: str, st: Static) -> list[str]:
+    try:
+        st.tree = ast.parse(source)
+    except SyntaxError as e:
+        return [f"parse: line {e.lineno}: {e.msg}"]
+    return []
+
+
+def _env_classes(tree: ast.Module) -> list[ast.ClassDef]:
+    return [n for n in tree.body if isinstance(n, ast.ClassDef)
+            and (n.name == "Environment" or n.name.endswith("Env"))]
+
+
+def _base_names(cls: ast.ClassDef) -> set[str]:
+    names = set()
+    for b in cls.bases:
+        if isinstance(b, ast.Name):
+            names.add(b.id)
+        elif isinstance(b, ast.Attribute):
+            names.add(b.attr)
+    return names
+
+
+def check_env_class(source: str, st: Static) -> list[str]:
+    classes = _env_classes(st.tree)
+    if len(classes) != 1:
+        found = ", ".join(c.name for c in classes) or "none"
+        return [f"env_class: define exactly one class named `Environment` or `...Env` "
+                f"(found {found})"]
+    cls = classes[0]
+    st.class_name = cls.name
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    tool_env = bool(_base_names(cls) & TOOL_BASES)
+    missing = [m for m in ("reset", "step") if m not in methods and not (m == "step" and tool_env)]
+    if missing:
+        return [f"env_class: {cls.name} must define {' and '.join(missing)}()"]
+    return []
+
+
+def check_imports(source: str, st: Static) -> list[str]:
+    bad = set()
+    for node in ast.walk(st.tree):
+        if isinstance(node, ast.Import):
+            bad |= {a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS}
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level or mod.split(".")[0] not in ALLOWED_IMPORTS:
+                bad.add("." * node.level + mod)
+    if bad:
+        return [f"imports: not allowed: {', '.join(sorted(bad))} "
+                f"(allowed: standard-library pure modules, numpy, gymnasium, spade_env)"]
+    return []
+
+
+STATIC_CHECKS = [check_parse, check_env_class, check_imports]
+
+
+# -- dynamic checks -------------------------------------------------------------------
+
+
+@dataclass
+class Ctx:
+    """Everything the dynamic checks share about one program."""
+
+    sandbox: Sandbox
+    source: str
+    class_name: str
+    cfg: ValidationConfig
+    meta: ProgramMeta | None = None
+
+    @property
+    def max_turns(self) -> int:
+        return self.meta.max_turns
+
+    def play(self, seed, policy, with_hint=False) -> Played:
+        return play(self.sandbox, self.source, self.class_name, seed, policy,
+                    self.max_turns, with_hint)
+
+
+def _fault(check: str, p: Played, what: str) -> str:
+    kind = p.error.split(":", 1)[0]
+    name = {"timeout": "limits", "memory": "limits", "crash": "limits",
+            "protocol": "limits"}.get(kind, check)
+    if kind == "bad_return":
+        name = "step_return" if "step" in p.error or "terminated" in p.error else "reset_return"
+    return f"{name}: {what}: {p.error}"
+
+
+def check_load(ctx: Ctx) -> list[str]:
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 10}) as ep:
+        if not ep.load_result.ok:
+            return [f"load: {ep.load_result.error}"]
+        ctx.meta = ep.meta
+    return []
+
+
+def check_max_turns(ctx: Ctx) -> list[str]:
+    mt = ctx.meta.max_turns
+    if mt is None or not 1 <= mt <= ctx.cfg.max_turns_cap:
+        return [f"max_turns: must be an int in 1..{ctx.cfg.max_turns_cap}, "
+                f"got {mt!r}"]
+    return []
+
+
+def _episode_problems(check: str, p: Played, what: str) -> list[str]:
+    if p.error:
+        return [_fault(check, p, what)]
+    if p.total > SOLVED + EPS:
+        return [f"max_return: {what}: episode total {p.total:g} exceeds 1.0"]
+    return []
+
+
+def check_probe_actions(ctx: Ctx) -> list[str]:
+    """Every probe action, repeated each turn, gets well-typed finite replies."""
+    seed = ctx.cfg.seeds[0]
+    probes = dict(PROBES, long="x" * ctx.cfg.probe_long_chars)
+    for name, text in probes.items():
+        problems = _episode_problems("step_return", ctx.play(seed, constant_policy(text)),
+                                     f"probe action {name!r}")
+        if problems:
+            return problems
+    return []
+
+
+def check_oracle_feasible(ctx: Ctx) -> list[str]:
+    """Where an oracle exists, it solves every validation seed within max_turns."""
+    if not ctx.meta.has_oracle:
+        return []
+    for seed in ctx.cfg.seeds:
+        p = ctx.play(seed, oracle_policy)
+        problems = _episode_problems("oracle_feasible", p, f"oracle on seed {seed}")
+        if problems:
+            return problems
+        if not p.solved:
+            return [f"oracle_feasible: oracle reached total {p.total:g} (needs 1.0) on seed "
+                    f"{seed} in {p.turns} turns (max_turns {ctx.max_turns})"]
+    return []
+
+
+def check_determinism(ctx: Ctx) -> list[str]:
+    """The same seed and actions give the same observations and rewards."""
+    seed = ctx.cfg.seeds[-1]
+    policy = oracle_policy if ctx.meta.has_oracle else constant_policy("1")
+    first = ctx.play(seed, policy)
+    if first.error:
+        return []  # reported by the check that owns that policy
+    replay = iter(first.actions)
+    second = ctx.play(seed, lambda ep, obs: next(replay, ""))
+    if second.error:
+        return [_fault("determinism", second, f"replay of seed {seed}")]
+    if first.observations != second.observations or not all(
+            math.isclose(a, b, abs_tol=1e-9) for a, b in zip(first.rewards, second.rewards)):
+        turn = next((i for i, (a, b) in enumerate(zip(first.observations, second.observations))
+                     if a != b), None)
+        where = f"observation {turn}" if turn is not None else "rewards"
+        return [f"determinism: seed {seed} replayed with the same actions differs at {where}"]
+    return []
+
+
+def check_non_trivial(ctx: Ctx) -> list[str]:
+    """Neither an empty nor an echoing player solves the task."""
+    for name, policy in (("empty", empty_policy), ("echo", echo_policy)):
+        for seed in ctx.cfg.seeds:
+            p = ctx.play(seed, policy)
+            if p.error:
+                return [_fault("non_trivial", p, f"{name} policy on seed {seed}")]
+            if p.solved:
+                return [f"non_trivial: the {name} policy solves seed {seed}"]
+            problems = _episode_problems("non_trivial", p, f"{name} policy on seed {seed}")
+            if problems:
+                return problems
+    return []
+
+
+def check_hint(ctx: Ctx) -> list[str]:
+    """A defined hint() returns non-empty text after reset."""
+    if not ctx.meta.has_hint:
+        return []
+    p = ctx.play(ctx.cfg.seeds[0], constant_policy(""), with_hint=True)
+    if p.error:
+        return [_fault("hint", p, "hint()")]
+    if not (p.hint or "").strip():
+        return ["hint: hint() returned empty text"]
+    return []
+
+
+def check_gymnasium(ctx: Ctx) -> list[str]:
+    """The wrapped program passes gymnasium's own environment checker."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    from spade_tasks.gym_wrapper import EnvironmentFault, SandboxedEnv
+
+    env = SandboxedEnv(ctx.source, ctx.class_name, sandbox=ctx.sandbox)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_env(env, skip_render_check=True)
+    except (AssertionError, ValueError, TypeError, RuntimeError, EnvironmentFault) as e:
+        return [f"gymnasium: {str(e).splitlines()[0][:300] if str(e) else type(e).__name__}"]
+    finally:
+        env.close()
+    return []
+
+
+DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_oracle_feasible,
+                  check_determinism, check_non_trivial, check_hint, check_gymnasium]
+
+
+def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
+                    path: str | None = None) -> Report:
+    """Run every check in order, stopping at the first that fails."""
+    cfg = cfg or ValidationConfig()
+    st = Static()
+    for check in STATIC_CHECKS:
+        reasons = check(source, st)
+        if reasons:
+            return Report(path, False, reasons, sandbox.tier, st.class_name)
+    ctx = Ctx(sandbox, source, st.class_name, cfg)
+    for check in DYNAMIC_CHECKS:
+        reasons = check(ctx)
+        if reasons:
+            return Report(path, False, reasons, sandbox.tier, st.class_name, ctx.meta)
+    return Report(path, True, [], sandbox.tier, st.class_name, ctx.meta)
+
+
+def validate_path(path: str | Path, sandbox: Sandbox,
+                  cfg: ValidationConfig | None = None) -> Report:
+    p = Path(path)
+    return validate_source(p.read_text(encoding="utf-8"), sandbox, cfg, str(path))
+
+
+def env_class_name(source: str) -> str | None:
+    """The environment class a program defines, or None when the static checks fail."""
+    st = Static()
+    for check in STATIC_CHECKS:
+        if check(source, st):
+            return None
+    return st.class_name
+
+
+__all__ = ["Report", "Played", "play", "validate_source", "validate_path", "env_class_name",
+           "oracle_policy", "empty_policy", "echo_policy", "SandboxConfig"]
