@@ -1,0 +1,70 @@
+"""The command line as users and scripts run it: a subprocess per call."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_validation import GOOD
+
+SPADE = [sys.executable, "-m", "spade_tasks.cli"]
+
+
+def spade(*args, cwd=None):
+    return subprocess.run([*SPADE, *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_validate_json_fields_and_exit_codes(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n" + GOOD)
+    r = spade("validate", good, "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout.strip())
+    assert obj["path"] == str(good) and obj["accepted"] is True and obj["reasons"] == []
+    r = spade("validate", good, bad, "--json")
+    assert r.returncode == 1
+    lines = [json.loads(x) for x in r.stdout.strip().splitlines()]
+    assert [x["accepted"] for x in lines] == [True, False]
+    assert lines[1]["reasons"][0].startswith("imports:")
+
+
+def test_play_oracle_json(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    r = spade("play", good, "--policy", "oracle", "--seed", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj == {"path": str(good), "seed": 4, "return": 1.0, "turns": obj["turns"],
+                   "terminated": True}
+    assert 1 <= obj["turns"] <= 6
+
+
+def test_play_transcript_shows_hint(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    r = spade("play", good, "--hint")
+    assert r.returncode == 0, r.stderr
+    assert "[hint]\nHalve the interval" in r.stdout and "== return 1" in r.stdout
+
+
+def test_user_errors_are_one_line_exit_2(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("sandbox:\n  tmpfs_mb: lots\n")
+    cases = [
+        (["validate", tmp_path / "missing.py"], "missing.py: no such file"),
+        (["validate", good, "--config", bad_cfg], "sandbox.tmpfs_mb"),
+        (["validate", good, "--config", tmp_path / "none.yaml"], "config file not found"),
+        (["play", tmp_path / "missing.py"], "no such file"),
+        (["play", good, "--policy", "telepathy"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+    ]
+    for args, needle in cases:
+        r = spade(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr

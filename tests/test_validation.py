@@ -1,0 +1,118 @@
+"""Broken programs are rejected for the right named reason; a good one is accepted."""
+
+import textwrap
+
+import pytest
+
+from spade_tasks.config import ValidationConfig
+from spade_tasks.validation import validate_source
+
+GOOD = '''
+import random
+
+class PickEnv:
+    """Pick the hidden number.
+
+    The agent names a number from 1 to 9 and is told higher or lower."""
+
+    max_turns = 6
+
+    def reset(self, seed=None, options=None):
+        self.n = random.Random(seed).randint(1, 9)
+        self.lo, self.hi = 1, 9
+        return "Guess a number from 1 to 9. Reply with the number only.", {}
+
+    def step(self, action):
+        try:
+            g = int(action.strip())
+        except ValueError:
+            return "Reply with a number.", 0.0, False, False, {}
+        if g == self.n:
+            return "Correct!", 1.0, True, False, {}
+        if g < self.n:
+            self.lo = max(self.lo, g + 1)
+            return "Higher.", 0.0, False, False, {}
+        self.hi = min(self.hi, g - 1)
+        return "Lower.", 0.0, False, False, {}
+
+    def hint(self):
+        return "Halve the interval each turn."
+
+    def oracle(self):
+        return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)
+'''
+
+
+def mutate(old: str, new: str) -> str:
+    assert old in GOOD, old
+    return GOOD.replace(old, new)
+
+
+CASES = {
+    "parse": GOOD + "\ndef broken(:\n",
+    "env_class": GOOD.replace("class PickEnv:", "class Picker:"),
+    "imports": "import os\n" + GOOD,
+    "max_turns": mutate("max_turns = 6", "max_turns = 0"),
+    "reset_return": mutate('return "Guess a number from 1 to 9. Reply with the number only.", {}',
+                           'return "Guess"'),
+    "step_return": mutate('return "Reply with a number.", 0.0, False, False, {}',
+                          'return "Reply with a number.", float("nan"), False, False, {}'),
+    "max_return": mutate('return "Correct!", 1.0, True, False, {}',
+                         'return "Correct!", 1.0, False, False, {}'),
+    "oracle_feasible": mutate("return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)",
+                              "return str(10)"),
+    "determinism": mutate("self.n = random.Random(seed).randint(1, 9)",
+                          "self.n = random.randint(1, 9)"),
+    "non_trivial": mutate('return "Reply with a number.", 0.0, False, False, {}',
+                          'return "Solved anyway.", 1.0, True, False, {}'),
+    "hint": mutate('return "Halve the interval each turn."', 'return ""'),
+    "limits": mutate("        self.lo, self.hi = 1, 9\n", "        self.lo, self.hi = 1, 9\n        while seed == 2: pass\n"),
+    "load": GOOD + "\nraise RuntimeError('boom at import')\n",
+}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return ValidationConfig(seeds=[0, 1, 2])
+
+
+def test_good_program_is_accepted(sandbox, cfg):
+    report = validate_source(GOOD, sandbox, cfg)
+    assert report.accepted, report.reasons
+    assert report.class_name == "PickEnv" and report.meta.has_oracle and report.meta.has_hint
+
+
+@pytest.mark.parametrize("reason", sorted(CASES))
+def test_broken_program_rejected_for_named_reason(sandbox, cfg, reason):
+    report = validate_source(CASES[reason], sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].split(":")[0] == reason, report.reasons
+
+
+def test_reference_style_program_is_accepted(sandbox, cfg):
+    """The reference code's form: `...Env`, max_turns kwarg, reset(seed) and solution()."""
+    src = textwrap.dedent('''
+        import random
+
+        class EchoWordEnv:
+            """Repeat the secret word backwards.
+
+            A single-turn string task."""
+
+            def __init__(self, max_turns=10, **kwargs):
+                self.max_turns = max_turns
+
+            def reset(self, seed=None):
+                self.word = random.Random(seed).choice(["apple", "river", "stone"])
+                return f"Write the word {self.word} backwards.", {}
+
+            def step(self, action):
+                ok = action.strip() == self.word[::-1]
+                return ("right" if ok else "wrong"), float(ok), True, False, {}
+
+            def solution(self):
+                return self.word[::-1]
+    ''')
+    report = validate_source(src, sandbox, cfg)
+    assert report.accepted, report.reasons
+    assert report.meta.max_turns == 10
