@@ -43,7 +43,7 @@ WORKER = HERE / "worker.py"
 ENVLIB = HERE / "envlib"
 # Third-party modules a program may import, plus what they import themselves.
 SITE_MODULES = ("numpy", "gymnasium", "cloudpickle", "typing_extensions",
-                "farama_notifications", "pyseccomp")
+                "farama_notifications")
 UNPRIVILEGED = 65534
 
 
@@ -142,7 +142,7 @@ class Sandbox:
                 "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
                 "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
                 "--ro-bind", self._prefix, self._prefix,
-                # pyseccomp finds libseccomp through ldconfig's cache
+                # the dynamic loader finds libseccomp through ldconfig's cache
                 "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
                 "--proc", "/proc", "--dev", "/dev",
                 "--ro-bind", str(WORKER), "/sandbox/worker.py",

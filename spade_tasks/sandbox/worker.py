@@ -1,7 +1,7 @@
 """The sandbox worker: runs ONE untrusted environment program for one episode.
 
 This file is executed inside the isolation boundary (``python -I -S worker.py``), never
-imported by the harness. It uses only the standard library plus ``pyseccomp``.
+imported by the harness. It uses only the standard library (libseccomp through ctypes).
 
 Order matters: protocol fds are saved, stdio is pointed at /dev/null, resource limits
 and the seccomp filter are installed, and only then is the program compiled and run.
@@ -18,7 +18,6 @@ import os
 import resource
 import struct
 import sys
-import traceback
 
 MAX_FRAME = 16 * 1024 * 1024
 
@@ -33,41 +32,69 @@ def _limits(cfg):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+# libseccomp's ABI (seccomp.h): actions and the comparison used for clone's flags.
+_ACT_ALLOW = 0x7FFF0000
+_ACT_ERRNO = 0x00050000
+_CMP_MASKED_EQ = 7
+_CLONE_THREAD = 0x00010000
+DENIED = (
+    "fork", "vfork", "execve", "execveat",
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "sendto", "sendmsg", "sendmmsg",
+    "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
+    "pidfd_open", "pidfd_getfd",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "mount_setattr", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "reboot", "swapon", "swapoff", "acct", "quotactl",
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "personality", "seccomp", "prctl",
+)
+
+
 def _seccomp():
-    """Deny process creation, exec, sockets, signals to others, tracing and mounts."""
+    """Deny process creation, exec, sockets, signals, tracing and mounts.
+
+    Calls libseccomp through ctypes directly (no ctypes.util.find_library, which would
+    spawn ldconfig and cost tens of ms per worker)."""
+    import ctypes
     import errno
 
-    import pyseccomp as sc
+    class ArgCmp(ctypes.Structure):
+        _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int),
+                    ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
 
-    f = sc.SyscallFilter(defaction=sc.ALLOW)
-    eperm = sc.ERRNO(errno.EPERM)
-    denied = [
-        "fork", "vfork", "execve", "execveat",
-        "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
-        "sendto", "sendmsg", "sendmmsg",
-        "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
-        "pidfd_open", "pidfd_getfd",
-        "ptrace", "process_vm_readv", "process_vm_writev",
-        "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-        "mount_setattr", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-        "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-        "reboot", "swapon", "swapoff", "acct", "quotactl",
-        "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-        "io_uring_setup", "io_uring_enter", "io_uring_register",
-        "personality", "seccomp", "prctl",
-    ]
-    for name in denied:
-        try:
-            f.add_rule(eperm, name)
-        except (RuntimeError, ValueError, OSError):
-            pass  # syscall unknown on this architecture: nothing to deny
+    lib = ctypes.CDLL("libseccomp.so.2")
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                           ctypes.c_uint, ctypes.POINTER(ArgCmp)]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    ctx = lib.seccomp_init(_ACT_ALLOW)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+
+    def rule(action, name, *cmps):
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr < 0:
+            return  # syscall unknown on this architecture: nothing to deny
+        arr = (ArgCmp * len(cmps))(*cmps) if cmps else None
+        if lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr) != 0:
+            raise OSError(f"seccomp rule for {name} failed")
+
+    eperm = _ACT_ERRNO | errno.EPERM
+    for name in DENIED:
+        rule(eperm, name)
     # clone3 must fail with ENOSYS (not EPERM) so libc falls back to clone for threads.
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    # clone: allow threads only (CLONE_THREAD set); new processes are refused.
-    clone_thread = 0x00010000
-    f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, clone_thread, 0))
-    f.load()
+    rule(_ACT_ERRNO | errno.ENOSYS, "clone3")
+    # clone: threads only (CLONE_THREAD set); new processes are refused.
+    rule(eperm, "clone", ArgCmp(0, _CMP_MASKED_EQ, _CLONE_THREAD, 0))
+    if lib.seccomp_load(ctx) != 0:
+        raise OSError("seccomp_load failed")
 
 
 class _Channel:
@@ -110,6 +137,8 @@ def _jsonable(x):
 
 
 def _short(exc):
+    import traceback  # only on errors: it costs worker start time
+
     tb = traceback.extract_tb(exc.__traceback__)
     where = ""
     for frame in reversed(tb):
@@ -123,9 +152,12 @@ class _Episode:
     """Loads the program and forwards calls; all faults become error replies."""
 
     def __init__(self, source, class_name, kwargs):
-        import spade_env  # the helper module programs may import
+        ns = {"__name__": "environment"}
+        if "ToolUseBaseEnv" in source:
+            # The reference code's tool-use programs subclass it without importing it.
+            import spade_env
 
-        ns = {"__name__": "environment", "ToolUseBaseEnv": spade_env.ToolEnv}
+            ns["ToolUseBaseEnv"] = spade_env.ToolEnv
         code = compile(source, "<environment>", "exec")
         exec(code, ns)  # noqa: S102 - this process IS the sandbox
         cls = ns[class_name]
@@ -190,10 +222,6 @@ def main():
         os.dup2(devnull, fd)
     os.close(devnull)
     ch = _Channel(rfd, wfd)
-    import pyseccomp  # noqa: F401 - load libseccomp before the filter forbids nothing of it
-
-    import spade_env  # noqa: F401 - imported before limits so its cost is not the program's
-
     _limits(cfg)
     if cfg["seccomp"]:
         _seccomp()

@@ -1,0 +1,557 @@
+"""Helpers that environment programs may import inside the sandbox.
+
+``from spade_env import ToolEnv, extract_boxed, math_equal``
+
+- ``ToolEnv``: base class for multi-turn tool-use environments. It owns ``step()``:
+  the ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` protocol, dispatch to
+  ``tool_<name>`` methods, ``<answer>...</answer>`` submission, format errors, turn limit,
+  and OpenAI function-format tool schemas. ``ToolUseBaseEnv`` is the same class under
+  the name the SPADE reference code's programs use.
+- Answer helpers: ``extract_boxed``, ``extract_answer_tag``, ``normalize_answer``,
+  ``parse_number``, ``math_equal``.
+
+Standard library only: the sandbox runs Python with ``-I -S``, so nothing from
+site-packages is importable here.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+import typing
+from fractions import Fraction
+
+__all__ = [
+    "ToolEnv",
+    "ToolUseBaseEnv",
+    "extract_boxed",
+    "extract_answer_tag",
+    "normalize_answer",
+    "parse_number",
+    "math_equal",
+    "FORMAT_PENALTY",
+]
+
+FORMAT_PENALTY = -0.1  # the reference code's per-action penalty for a malformed action
+RETURN_FLOOR = -1.0  # the harness floors an episode's return here; we never go below it
+
+# --------------------------------------------------------------------------- answers
+
+
+def extract_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` (nested braces allowed), else None."""
+    if not isinstance(text, str):
+        return None
+    start = text.rfind("\\boxed")
+    while start != -1:
+        i = start + len("\\boxed")
+        while i < len(text) and text[i] == " ":
+            i += 1
+        if i < len(text) and text[i] == "{":
+            depth = 0
+            for j in range(i, len(text)):
+                if text[j] == "{":
+                    depth += 1
+                elif text[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        return text[i + 1 : j].strip()
+        # An unclosed or brace-less \boxed is not an answer; try an earlier one.
+        start = text.rfind("\\boxed", 0, start)
+    return None
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+
+def extract_answer_tag(text: str) -> str | None:
+    """The stripped content of the last ``<answer>...</answer>``, else None."""
+    if not isinstance(text, str):
+        return None
+    found = _ANSWER_TAG.findall(text)
+    return found[-1].strip() if found else None
+
+
+_LATEX_NOISE = re.compile(r"\\[,;:! ]|\\(?:left|right)\b|\\displaystyle")
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}")
+
+
+def normalize_answer(s: object) -> str:
+    """Lower-cased, whitespace-collapsed answer text without common wrappers.
+
+    Removes ``$`` signs, ``\\text{..}`` wrappers, LaTeX spacing, a ``\\boxed{}``
+    around the whole answer, a leading ``x =``, surrounding quotes and trailing
+    punctuation, so that cosmetic differences do not decide correctness.
+    """
+    t = "" if s is None else str(s)
+    t = t.strip()
+    boxed = extract_boxed(t)
+    if boxed is not None and t.startswith("\\boxed"):
+        t = boxed
+    t = _TEXT_WRAP.sub(r"\1", t)
+    t = _LATEX_NOISE.sub("", t)
+    t = t.replace("$", "")
+    t = re.sub(r"^[A-Za-z]\s*=\s*(?=\S)", "", t.strip())
+    t = t.strip().strip("\"'`").strip()
+    t = t.rstrip(".;:").strip()
+    return re.sub(r"\s+", " ", t).lower()
+
+
+_FRAC = re.compile(r"^(-?)\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}$")
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def parse_number(s: object) -> Fraction | None:
+    """An exact number from answer text, else None.
+
+    Accepts integers (``1,234``), decimals, scientific notation, ``a/b``,
+    ``\\frac{a}{b}`` (also ``\\dfrac``/``\\tfrac``) and a trailing ``%`` (as a
+    percentage: ``50%`` is 1/2).
+    """
+    t = normalize_answer(s).replace(" ", "")
+    if not t:
+        return None
+    percent = t.endswith("%") or t.endswith("\\%")
+    if percent:
+        t = t[:-2] if t.endswith("\\%") else t[:-1]
+    # A comma counts as a thousands separator only between digit groups of three.
+    if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?", t):
+        t = t.replace(",", "")
+    value = None
+    m = _FRAC.match(t)
+    if m:
+        num, den = parse_number(m.group(2)), parse_number(m.group(3))
+        if num is not None and den:
+            value = num / den * (-1 if m.group(1) else 1)
+    elif "/" in t:
+        num_s, _, den_s = t.partition("/")
+        if _NUMBER.match(num_s) and _NUMBER.match(den_s):
+            den = Fraction(den_s)
+            value = Fraction(num_s) / den if den else None
+    elif _NUMBER.match(t):
+        value = Fraction(t)
+    if value is not None and percent:
+        value /= 100
+    return value
+
+
+def math_equal(a: object, b: object, tol: float = 0.0) -> bool:
+    """True when two answers are the same number (within ``tol``) or the same text.
+
+    Numbers compare exactly (``"3/4" == "0.75" == "\\frac{3}{4}"``, ``"1,000" ==
+    "1000"``) unless ``tol`` > 0 allows an absolute difference; anything that is not
+    a number on both sides compares by ``normalize_answer``.
+    """
+    if a is None or b is None:
+        return False
+    x, y = parse_number(a), parse_number(b)
+    if x is not None and y is not None:
+        return x == y or abs(float(x - y)) <= tol
+    return normalize_answer(a) == normalize_answer(b)
+
+
+# --------------------------------------------------------------------------- tool use
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+               list: "array", tuple: "array", dict: "object"}
+
+
+def _json_schema(annotation: object) -> dict:
+    """A JSON schema for a parameter's type annotation (unknown types: no constraint)."""
+    if annotation is inspect.Parameter.empty or annotation is typing.Any:
+        return {}
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        schema = {"enum": list(args)}
+        kinds = {_JSON_TYPES.get(type(a)) for a in args}
+        if len(kinds) == 1 and None not in kinds:
+            schema["type"] = kinds.pop()
+        return schema
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        rest = [a for a in args if a is not type(None)]
+        return _json_schema(rest[0]) if len(rest) == 1 else {}
+    if origin in (list, tuple, set, frozenset):
+        schema = {"type": "array"}
+        if args and args[0] is not Ellipsis:
+            item = _json_schema(args[0])
+            if item:
+                schema["items"] = item
+        return schema
+    if origin is dict:
+        return {"type": "object"}
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    return {}
+
+
+def _doc_parts(doc: str | None) -> tuple[str, dict[str, str]]:
+    """(description, {argument: description}) from a Google-style docstring."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    description, params, in_args = [], {}, False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            m = re.match(r"(\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)", stripped)
+            if m and line.startswith((" ", "\t")):
+                params[m.group(1)] = m.group(2)
+            elif stripped and not line.startswith((" ", "\t")):
+                in_args = False  # another section (Returns:, ...) ends the argument list
+            continue
+        description.append(stripped)
+    return " ".join(x for x in description if x).strip(), params
+
+
+def _render(item: object) -> str:
+    """One solution item as the protocol text an agent would send."""
+    if isinstance(item, dict) and "name" in item:
+        call = {"name": item["name"], "arguments": item.get("arguments") or {}}
+        return "<tool_call>" + json.dumps(call) + "</tool_call>"
+    text = str(item)
+    if "<answer>" in text.lower() or "<tool_call>" in text.lower():
+        return text
+    return f"<answer>{text}</answer>"
+
+
+class ToolEnv:
+    """Base class for multi-turn tool-use environments.
+
+    A subclass writes:
+
+    - ``reset(self, seed=None, options=None) -> (observation, info)``: build the
+      episode from ``random.Random(seed)`` and set ``self.expected_answer`` (or
+      override ``check_answer``). Episode bookkeeping (turn counter, call history,
+      return) is cleared automatically before the subclass's ``reset`` body runs, so
+      it need not call ``super().reset()``; calling ``self.begin_episode()`` itself
+      is harmless. Put ``self.describe_tools()`` in the observation when the chat
+      template does not show tools natively.
+    - ``tool_<name>(self, **arguments)``: one method per tool; its docstring (first
+      paragraph, plus an ``Args:`` section) and type annotations become the
+      OpenAI function schema from ``tool_schemas()``. Return a str, or anything
+      JSON-serialisable. Raising is fine: the agent gets the error as a format error.
+    - ``solution(self) -> list``: the whole play from reset, tool calls as
+      ``{"name": ..., "arguments": {...}}`` followed by the final answer string.
+      The default ``oracle()`` plays item ``turn_count`` of it on each turn.
+      (Or override ``oracle()`` directly.)
+    - optionally ``hint(self) -> str`` and ``check_answer(self, answer) -> bool``.
+
+    ``step(action)`` rewards: a tool call 0.0; ``<answer>`` ends the episode with 1.0
+    if ``check_answer`` accepts it, else 0.0; a malformed action (no tag, bad JSON,
+    unknown tool, bad arguments, a tool raising) -0.1, never taking the return below
+    -1. The episode is truncated after ``max_turns`` turns.
+
+    For the SPADE reference code's programs: ``ToolUseBaseEnv`` is this class;
+    ``self._expected_answer``, ``self._tools`` (explicit schemas), ``self._state``,
+    ``self._call_history``, ``self.turn_count``, ``_check_answer``, ``get_tools``,
+    ``execute_tool`` and a ``solution()`` returning one string all work.
+    """
+
+    max_turns = 10
+    answer_tolerance = 0.01  # numeric slack in the default check, as in the reference code
+
+    def __init__(self, max_turns: int | None = None, **kwargs):
+        # None keeps the class attribute, so a subclass's `max_turns = 6` is not
+        # overridden by a constructor default.
+        if max_turns is not None:
+            self.max_turns = max_turns
+        self._tools: dict = {}
+        self._state: dict = {}
+        self._expected_answer = None
+        self.begin_episode()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "reset" in cls.__dict__:
+            cls.reset = _episode_reset(cls.__dict__["reset"])
+
+    # ---------------------------------------------------------------- episode
+
+    def begin_episode(self) -> None:
+        """Clear the per-episode bookkeeping (runs automatically before reset)."""
+        self.turn_count = 0
+        self._call_history: list = []
+        self._return = 0.0
+        self._done = False
+        self._plan = None
+        if not hasattr(self, "_tools"):  # a subclass __init__ that skipped ours
+            self._tools, self._state, self._expected_answer = {}, {}, None
+
+    def reset(self, seed=None, options=None):
+        """Build the episode; subclasses must override."""
+        raise NotImplementedError("a ToolEnv subclass must implement reset()")
+
+    @property
+    def expected_answer(self):
+        """The answer ``check_answer`` compares against (same as ``_expected_answer``)."""
+        return self._expected_answer
+
+    @expected_answer.setter
+    def expected_answer(self, value):
+        self._expected_answer = value
+
+    def check_answer(self, answer: str) -> bool:
+        """Whether a submitted answer is right; the default compares to expected_answer."""
+        return bool(self._check_answer(answer))
+
+    def _check_answer(self, answer: str) -> bool:
+        # Kept as the reference code's override point; check_answer delegates here.
+        if self._expected_answer is None:
+            return False
+        return math_equal(answer, self._expected_answer, tol=self.answer_tolerance)
+
+    # ---------------------------------------------------------------- tools
+
+    def available_tools(self) -> list[str]:
+        """Names of the tools this environment offers (its ``tool_*`` methods).
+
+        ``tool_schemas`` is this class's own method, so no tool may be named "schemas".
+        """
+        return sorted(
+            n[len("tool_"):] for n in dir(type(self))
+            if n.startswith("tool_") and n not in _RESERVED and callable(getattr(self, n, None))
+        )
+
+    def tool_schemas(self) -> list[dict]:
+        """The tools in OpenAI function format, for ``apply_chat_template(tools=...)``.
+
+        An entry in ``self._tools`` (the reference code's explicit schemas) wins over
+        what the method's docstring and annotations say.
+        """
+        declared = getattr(self, "_tools", None) or {}
+        schemas = []
+        for name in self.available_tools():
+            method = getattr(self, "tool_" + name)
+            description, arg_docs = _doc_parts(method.__doc__)
+            properties, required = {}, []
+            for p in inspect.signature(method).parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                prop = _json_schema(_annotation(method, p))
+                if p.name in arg_docs:
+                    prop["description"] = arg_docs[p.name]
+                properties[p.name] = prop
+                if p.default is p.empty:
+                    required.append(p.name)
+            parameters = {"type": "object", "properties": properties, "required": required}
+            info = declared.get(name) if isinstance(declared, dict) else None
+            if isinstance(info, dict):
+                description = info.get("description", description)
+                parameters = info.get("parameters", parameters)
+            schemas.append({"type": "function", "function": {
+                "name": name, "description": description, "parameters": parameters}})
+        return schemas
+
+    def get_tools(self) -> list[dict]:
+        """The reference code's name for ``tool_schemas()``."""
+        return self.tool_schemas()
+
+    def describe_tools(self) -> str:
+        """A plain-text list of the tools and the action protocol, for observations."""
+        lines = ["Tools:"]
+        for schema in self.tool_schemas():
+            fn = schema["function"]
+            props = fn["parameters"].get("properties", {})
+            args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in props.items())
+            lines.append(f"- {fn['name']}({args}): {fn['description']}")
+        lines.append(
+            'Call a tool with <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
+            "(one per turn). Submit the final answer with <answer>...</answer>; "
+            "you get one submission."
+        )
+        return "\n".join(lines)
+
+    def _obs_suffix(self) -> str:
+        # The reference code's programs append this to observations; tools reach the
+        # agent through describe_tools() or the chat template instead.
+        return ""
+
+    def execute_tool(self, name: str, arguments: dict) -> dict:
+        """Run one tool: ``{"output": str, "returncode": 0 | 1}`` (reference-code API)."""
+        try:
+            return {"output": self._call_tool(name, arguments), "returncode": 0}
+        except _ActionError as e:
+            return {"output": str(e), "returncode": 1}
+
+    def _call_tool(self, name: object, arguments: object) -> str:
+        if not isinstance(name, str) or name not in self.available_tools():
+            available = ", ".join(self.available_tools())
+            raise _ActionError(f"Unknown tool {str(name)[:60]!r}. Available tools: {available}.")
+        if isinstance(arguments, str):  # OpenAI messages carry arguments as a JSON string
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                raise _ActionError("Format error: 'arguments' is not valid JSON.") from None
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise _ActionError("Format error: 'arguments' must be a JSON object.")
+        method = getattr(self, "tool_" + name)
+        try:
+            inspect.signature(method).bind(**arguments)
+        except TypeError as e:
+            raise _ActionError(f"Bad arguments for {name}: {e}.") from None
+        try:
+            result = method(**arguments)
+        except Exception as e:  # the agent's call failed: tell it why, as a format error
+            raise _ActionError(f"Error calling {name}: {type(e).__name__}: {str(e)[:300]}") from None
+        text = result if isinstance(result, str) else json.dumps(result, default=str)
+        self._call_history.append({"name": name, "arguments": arguments, "result": text})
+        return text
+
+    # ---------------------------------------------------------------- protocol
+
+    def step(self, action):
+        """Play one agent turn; see the class docstring for the rewards."""
+        if self._done:
+            return "The episode is over; call reset().", 0.0, False, True, {}
+        self.turn_count += 1
+        text = action if isinstance(action, str) else ""
+        text = _THINK.sub("", text)  # reasoning is not an action
+        info: dict = {"turn": self.turn_count}
+        answer = extract_answer_tag(text)
+        if answer is not None:
+            self._done = True
+            try:
+                correct = bool(self.check_answer(answer))
+            except Exception:  # a buggy checker must not crash the episode
+                correct = False
+            reward = 1.0 if correct else 0.0
+            self._return += reward
+            info["correct"] = correct
+            return ("Correct!" if correct else "Incorrect."), reward, True, False, info
+        try:
+            obs = self._dispatch(text)
+            reward = 0.0
+        except _ActionError as e:
+            obs = str(e)
+            reward = max(FORMAT_PENALTY, RETURN_FLOOR - self._return)
+            info["format_error"] = True
+        self._return += reward
+        truncated = self.turn_count >= self.max_turns
+        if truncated:
+            self._done = True
+            obs += "\n\nOut of turns: the episode ends without an answer."
+        return obs, reward, False, truncated, info
+
+    def _dispatch(self, text: str) -> str:
+        calls = _TOOL_CALL.findall(text)
+        if not calls:
+            raise _ActionError(
+                'Format error: call a tool with <tool_call>{"name": "TOOL", "arguments": '
+                "{...}}</tool_call> or submit with <answer>...</answer>."
+            )
+        try:
+            call = json.loads(calls[0])
+        except ValueError:
+            raise _ActionError("Format error: the <tool_call> content is not valid JSON.") from None
+        if not isinstance(call, dict) or "name" not in call:
+            raise _ActionError('Format error: a tool call is a JSON object with "name" and "arguments".')
+        obs = self._call_tool(call["name"], call.get("arguments", {}))
+        if len(calls) > 1:
+            obs += "\n(Only the first tool call of a turn is run.)"
+        return obs if obs else "(empty result)"
+
+    # ---------------------------------------------------------------- oracle
+
+    def solution(self):
+        """The whole play from reset: tool-call dicts, then the answer string."""
+        raise NotImplementedError("a ToolEnv subclass must implement solution() or oracle()")
+
+    def oracle(self) -> str:
+        """The next action of a player who knows ``solution()``, as protocol text."""
+        if self._plan is None:
+            # Fixed at the first call of the episode: solution() describes the play
+            # from reset, and later tool calls may change the state it reads.
+            self._plan = _plan_items(self, self.solution())
+        if not self._plan:
+            return "<answer></answer>"
+        return _render(self._plan[min(self.turn_count, len(self._plan) - 1)])
+
+
+_RESERVED = {"tool_", "tool_schemas"}
+
+
+class _ActionError(Exception):
+    """A malformed agent action; its message is the observation the agent gets."""
+
+
+def _annotation(method, p):
+    # String annotations (from __future__ import annotations) resolve in the
+    # method's module; an unresolvable one just gives no type constraint.
+    if isinstance(p.annotation, str):
+        try:
+            return typing.get_type_hints(method).get(p.name, p.empty)
+        except Exception:
+            return p.empty
+    return p.annotation
+
+
+def _episode_reset(reset):
+    """Wrap a subclass's reset so bookkeeping is cleared first and options is optional."""
+    try:
+        params = inspect.signature(reset).parameters
+        takes_options = "options" in params or any(
+            p.kind is p.VAR_KEYWORD for p in params.values())
+    except (TypeError, ValueError):
+        takes_options = True
+
+    @functools.wraps(reset)
+    def wrapper(self, seed=None, options=None, **kwargs):
+        ToolEnv.begin_episode(self)
+        if takes_options:
+            return reset(self, seed=seed, options=options, **kwargs)
+        return reset(self, seed=seed, **kwargs)  # the reference code's reset(seed=None)
+
+    wrapper._spade_wrapped = True
+    return wrapper
+
+
+_CALL_TEXT = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
+_KWARG = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^,]+)")
+
+
+def _plan_items(env: ToolEnv, sol) -> list:
+    """solution() as a list of items; a reference-style string is parsed best effort."""
+    if isinstance(sol, (list, tuple)):
+        return list(sol)
+    text = str(sol)
+    tags = re.findall(r"<tool_call>.*?</tool_call>|<answer>.*?</answer>", text, re.DOTALL)
+    if tags:
+        return tags
+    # "1. cd(path='docs') -> ... ANSWER: x": calls of known tools, then the answer.
+    answer_part = re.split(r"ANSWER\s*:", text, maxsplit=1)
+    names = set(env.available_tools())
+    items: list = []
+    for name, args in _CALL_TEXT.findall(answer_part[0]):
+        if name in names:
+            items.append({"name": name, "arguments": {
+                k: _literal(v) for k, v in _KWARG.findall(args)}})
+    if len(answer_part) > 1:
+        items.append(answer_part[1].strip())
+    elif env.expected_answer is not None:
+        items.append(str(env.expected_answer))
+    return items
+
+
+def _literal(v: str):
+    v = v.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        return v[1:-1]
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "None": None}.get(v, v)
+
+
+# The SPADE reference code's programs subclass this name without importing it.
+ToolUseBaseEnv = ToolEnv

@@ -1,0 +1,316 @@
+"""Tests for the sandbox helper module spade_env (run in-process: it is our own code)."""
+
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spade_tasks" / "sandbox" / "envlib"))
+
+import spade_env  # noqa: E402
+from spade_env import (  # noqa: E402
+    ToolEnv,
+    ToolUseBaseEnv,
+    extract_answer_tag,
+    extract_boxed,
+    math_equal,
+    normalize_answer,
+    parse_number,
+)
+
+
+class LockerEnv(ToolEnv):
+    """Find the code of a locker: look up its owner, then the owner's code."""
+
+    max_turns = 5
+
+    def reset(self, seed=None, options=None):
+        rng = random.Random(seed)
+        self.owner = rng.choice(["ann", "bob"])
+        self.codes = {"ann": rng.randint(100, 999), "bob": rng.randint(100, 999)}
+        self.expected_answer = self.codes[self.owner]
+        return "Which code opens locker 7?\n" + self.describe_tools(), {}
+
+    def tool_owner(self, locker: int) -> str:
+        """Who owns a locker.
+
+        Args:
+            locker: locker number
+        """
+        if locker != 7:
+            raise KeyError(locker)
+        return self.owner
+
+    def tool_code(self, person: Literal["ann", "bob"], verbose: bool = False) -> dict:
+        """A person's code."""
+        return {"person": person, "code": self.codes[person]}
+
+    def solution(self):
+        return [{"name": "owner", "arguments": {"locker": 7}},
+                {"name": "code", "arguments": {"person": self.owner}},
+                str(self.expected_answer)]
+
+
+def call(name, **arguments):
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+@pytest.fixture
+def env():
+    e = LockerEnv()
+    e.reset(seed=3)
+    return e
+
+
+# ----------------------------------------------------------------------------- protocol
+
+
+def test_a_valid_tool_call_returns_the_tool_result_with_zero_reward(env):
+    obs, reward, terminated, truncated, info = env.step(call("owner", locker=7))
+    assert (obs, reward, terminated, truncated) == (env.owner, 0.0, False, False)
+    obs, *_ = env.step(call("code", person="ann"))
+    assert json.loads(obs) == {"person": "ann", "code": env.codes["ann"]}
+    assert [c["name"] for c in env._call_history] == ["owner", "code"]
+
+
+def test_tool_arguments_may_come_as_a_json_string(env):
+    obs, reward, *_ = env.step('<tool_call>{"name": "owner", "arguments": "{\\"locker\\": 7}"}</tool_call>')
+    assert (obs, reward) == (env.owner, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ("", "Format error"),
+        ("I think the answer is 5", "Format error"),
+        ("<tool_call>{not json}</tool_call>", "not valid JSON"),
+        ('<tool_call>["owner"]</tool_call>', "Format error"),
+        (call("teleport"), "Unknown tool"),
+        (call("owner", room=7), "Bad arguments"),
+        (call("owner"), "Bad arguments"),
+        ('<tool_call>{"name": "owner", "arguments": [7]}</tool_call>', "JSON object"),
+        (call("owner", locker=8), "Error calling owner"),
+        (call("schemas"), "Unknown tool"),
+    ],
+)
+def test_a_malformed_action_costs_a_tenth_and_says_why(env, action, message):
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert message in obs and reward == pytest.approx(-0.1)
+    assert not terminated and not truncated and info["format_error"]
+
+
+def test_penalties_never_take_the_return_below_minus_one():
+    e = LockerEnv(max_turns=30)
+    e.reset(seed=0)
+    rewards = [e.step("garbage")[1] for _ in range(30)]
+    assert sum(rewards) == pytest.approx(-1.0) and min(rewards) >= -0.1 - 1e-12
+
+
+def test_a_right_answer_ends_the_episode_with_one(env):
+    obs, reward, terminated, truncated, info = env.step(f"<answer> {env.expected_answer} </answer>")
+    assert (reward, terminated, truncated, info["correct"]) == (1.0, True, False, True)
+    assert env.step(call("owner", locker=7))[1:4] == (0.0, False, True)  # nothing after the end
+
+
+def test_a_wrong_answer_ends_the_episode_with_zero(env):
+    obs, reward, terminated, truncated, info = env.step("<answer>1</answer>")
+    assert (obs, reward, terminated, truncated) == ("Incorrect.", 0.0, True, False)
+
+
+def test_the_answer_wins_over_a_tool_call_and_think_blocks_are_ignored(env):
+    right = f"<think><answer>0</answer></think>{call('owner', locker=7)}<answer>{env.expected_answer}</answer>"
+    assert env.step(right)[1] == 1.0
+
+
+def test_the_episode_is_truncated_at_max_turns(env):
+    for _ in range(env.max_turns - 1):
+        assert env.step(call("owner", locker=7))[3] is False
+    obs, reward, terminated, truncated, _ = env.step(call("owner", locker=7))
+    assert truncated and not terminated and "Out of turns" in obs
+
+
+def test_the_constructor_keeps_the_class_max_turns_unless_given():
+    assert LockerEnv().max_turns == 5 and LockerEnv(max_turns=9).max_turns == 9
+    assert ToolEnv.max_turns == 10
+
+
+def test_reset_clears_the_episode_without_calling_super(env):
+    env.step(call("owner", locker=7))
+    env.step("<answer>1</answer>")
+    env.reset(seed=3)
+    assert env.turn_count == 0 and env._call_history == [] and env.step(call("owner", locker=7))[1] == 0.0
+
+
+def test_same_seed_and_actions_give_the_same_transcript():
+    def transcript():
+        e = LockerEnv()
+        out = [e.reset(seed=11)]
+        out += [e.step(a) for a in (call("owner", locker=7), "junk", call("code", person="bob"))]
+        return out
+
+    assert transcript() == transcript()
+
+
+# ----------------------------------------------------------------------------- schemas
+
+
+def test_tool_schemas_come_from_docstrings_and_annotations(env):
+    schemas = {s["function"]["name"]: s for s in env.tool_schemas()}
+    assert set(schemas) == {"owner", "code"}
+    owner = schemas["owner"]
+    assert owner["type"] == "function"
+    assert owner["function"]["description"] == "Who owns a locker."
+    assert owner["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"locker": {"type": "integer", "description": "locker number"}},
+        "required": ["locker"],
+    }
+    code = schemas["code"]["function"]["parameters"]
+    assert code["properties"]["person"] == {"enum": ["ann", "bob"], "type": "string"}
+    assert code["properties"]["verbose"] == {"type": "boolean"} and code["required"] == ["person"]
+    assert env.get_tools() == env.tool_schemas()
+    assert "owner(locker: integer)" in env.describe_tools()
+
+
+def test_explicit_reference_style_schemas_win(env):
+    env._tools = {"owner": {"description": "custom", "parameters": {"type": "object", "properties": {}}}}
+    owner = next(s for s in env.tool_schemas() if s["function"]["name"] == "owner")
+    assert owner["function"]["description"] == "custom"
+
+
+# ----------------------------------------------------------------------------- oracle
+
+
+def test_the_default_oracle_plays_the_solution_one_item_per_turn():
+    for seed in range(10):
+        e = LockerEnv()
+        e.reset(seed=seed)
+        total, actions = 0.0, []
+        for _ in range(e.max_turns):
+            actions.append(e.oracle())
+            _, reward, terminated, truncated, _ = e.step(actions[-1])
+            total += reward
+            if terminated or truncated:
+                break
+        assert total == 1.0
+        assert actions[0].startswith("<tool_call>") and actions[-1].startswith("<answer>")
+
+
+REFERENCE_STYLE = '''
+import json
+import random
+
+
+class DeskEnv(ToolUseBaseEnv):
+    def reset(self, seed=None):
+        self.turn_count = 0
+        self._call_history = []
+        random.seed(seed)
+        self._state = {"drawer": random.randint(1, 9), "opened": False}
+        self._tools = {
+            "open_drawer": {"description": "Open the drawer", "parameters": {"type": "object", "properties": {}}},
+            "count": {"description": "Count pens", "parameters": {"type": "object", "properties": {"where": {"type": "string"}}}},
+        }
+        self._expected_answer = str(self._state["drawer"])
+        return "How many pens are in the drawer? " + self._obs_suffix(), {}
+
+    def tool_open_drawer(self):
+        self._state["opened"] = True
+        return "opened"
+
+    def tool_count(self, where="drawer"):
+        return str(self._state["drawer"]) if self._state["opened"] else "Error: drawer closed"
+
+    def _check_answer(self, answer):
+        return self._state["opened"] and answer.strip() == self._expected_answer
+
+    def solution(self):
+        return '1. open_drawer() 2. count(where="drawer") ANSWER: ' + self._expected_answer
+'''
+
+
+def test_reference_code_programs_load_and_their_string_solution_is_played():
+    ns = {"ToolUseBaseEnv": ToolUseBaseEnv}
+    exec(REFERENCE_STYLE, ns)
+    e = ns["DeskEnv"](max_turns=6)
+    obs, info = e.reset(seed=4, options=None)  # options dropped: their reset has none
+    assert obs.startswith("How many pens") and info == {}
+    plays = []
+    for _ in range(3):
+        plays.append(e.oracle())
+        result = e.step(plays[-1])
+    assert result[1:3] == (1.0, True)
+    assert plays[1] == call("count", where="drawer")
+    assert {t["function"]["name"] for t in e.get_tools()} == {"open_drawer", "count"}
+    assert e.execute_tool("count", {}) == {"output": str(e._state["drawer"]), "returncode": 0}
+    assert e.execute_tool("nope", {})["returncode"] == 1
+
+
+def test_the_reference_name_is_the_same_class():
+    assert ToolUseBaseEnv is ToolEnv and "ToolUseBaseEnv" in spade_env.__all__
+
+
+# ----------------------------------------------------------------------------- answers
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("so \\boxed{42}.", "42"),
+        ("\\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("\\boxed{x^{2} + {y}}", "x^{2} + {y}"),
+        ("\\boxed {7}", "7"),
+        ("\\boxed{3} and an unclosed \\boxed{4", "3"),
+        ("no box here", None),
+        ("\\boxed", None),
+        (None, None),
+    ],
+)
+def test_extract_boxed(text, expected):
+    assert extract_boxed(text) == expected
+
+
+def test_extract_answer_tag_takes_the_last_one():
+    assert extract_answer_tag("<answer> a </answer> <ANSWER>b\n</ANSWER>") == "b"
+    assert extract_answer_tag("<answer>open") is None and extract_answer_tag(3) is None
+
+
+def test_normalize_answer_removes_cosmetic_differences():
+    assert normalize_answer("  $\\text{Paris}$. ") == "paris"
+    assert normalize_answer("x = 5") == "5"
+    assert normalize_answer("\\boxed{ Hello   World }") == "hello world"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("3/4", "0.75"),
+        ("\\frac{3}{4}", ".75"),
+        ("\\dfrac{6}{8}", "3/4"),
+        ("-\\frac{1}{2}", "-0.5"),
+        ("1,234,567", "1234567"),
+        ("$12", "12.0"),
+        ("50%", "1/2"),
+        ("1e3", "1000"),
+        ("x = 5", "5"),
+        ("Paris", "paris."),
+    ],
+)
+def test_math_equal_accepts_equivalent_answers(a, b):
+    assert math_equal(a, b) and math_equal(b, a)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("0.333", "1/3"), ("1,2", "12"), ("3", "4"), ("1/0", "0"), (None, "1"), ("paris", "london"), ("", "0")],
+)
+def test_math_equal_rejects_different_answers(a, b):
+    assert not math_equal(a, b)
+
+
+def test_math_equal_tolerance_and_exact_parsing():
+    assert math_equal("3.14", "3.141", tol=0.01) and not math_equal("3.14", "3.141")
+    assert parse_number("\\frac{1}{3}") == parse_number("1/3") and parse_number("abc") is None
