@@ -67,6 +67,73 @@ class ValidationConfig(_Section):
     """Length of the 'very long' probe action."""
 
 
+class CorpusConfig(_Section):
+    source: str = "embedded:news"
+    """``embedded:news`` / ``embedded:wiki`` (real text shipped in the gensim wheel), a
+    local JSONL/Parquet file with a ``text`` field, a Hugging Face data set name, or
+    ``none`` (the no-corpus ablation)."""
+    text_field: str = "text"
+    """Field holding a document's text."""
+    max_words: int = Field(300, ge=10, le=100_000)
+    """Documents are truncated to this many words."""
+    streaming: bool = False
+    """Stream a hub data set instead of downloading it whole."""
+
+
+class DesignerConfig(_Section):
+    setting: Literal["games", "tool_use"] = "games"
+    """What the designer writes: reasoning games, or tool-use environments."""
+    designs_per_generation: int = Field(4, ge=1, le=4096)
+    """Environment programs written per generation (one grounding document each)."""
+    max_new_tokens: int = Field(1024, ge=64, le=32768)
+    """Token budget of one design."""
+    memory_examples: int = Field(2, ge=0, le=32)
+    """Memory entries shown in the prompt as positive examples."""
+    training: bool = True
+    """Train the designer role (False: the reference code's no-designer-training ablation)."""
+    reward: str = "regret"
+    """Designer reward function: regret | blend | solve_rate | learning_potential."""
+    rejected_reward: float = -1.0
+    """Reward of a design the validator rejected."""
+
+
+class MemoryConfig(_Section):
+    enabled: bool = True
+    """Show memory examples to the designer (False: the no-memory ablation)."""
+    capacity: int = Field(200, ge=1, le=100_000)
+    """Most environments kept in the memory."""
+    win_band: tuple[float, float] = (0.15, 0.85)
+    """No-hint win rates of positive examples."""
+    too_easy: float = Field(0.9, ge=0, le=1)
+    """No-hint win rate above which an environment is a too-easy example."""
+    too_hard: float = Field(0.1, ge=0, le=1)
+    """No-hint win rate below which an environment is a too-hard example."""
+    dedup_threshold: float = Field(0.9, gt=0, le=1)
+    """Similarity above which a new environment is a near-duplicate and refused."""
+
+
+class RolloutConfig(_Section):
+    episodes_per_env: int = Field(2, ge=1, le=1024)
+    """G: episodes per environment without hint (and as many with hint, same seeds)."""
+    pool_sample: int = Field(2, ge=0, le=4096)
+    """Environments drawn from the memory pool each generation besides new designs."""
+    max_new_tokens: int = Field(96, ge=1, le=32768)
+    """Tokens per agent turn."""
+    max_context_tokens: int = Field(2048, ge=128, le=1_000_000)
+    """An episode whose prompt grows past this ends (reason recorded)."""
+    max_turns: int = Field(8, ge=1, le=1024)
+    """Cap on turns per episode on top of the environment's own max_turns."""
+
+
+class TrackingConfig(_Section):
+    mlflow_uri: str = "sqlite:///runs/mlflow.db"
+    """MLflow tracking URI (a local sqlite store by default; any server by URI)."""
+    experiment: str = "spade"
+    """MLflow experiment name."""
+    transcripts: int = Field(4, ge=0, le=1000)
+    """Sample transcripts logged per generation."""
+
+
 class RunConfig(_Section):
     name: str = "default"
     """Run name: DuckDB file, MLflow run and store folder are keyed by it."""
@@ -83,6 +150,11 @@ class Config(_Section):
     model: ModelConfig = ModelConfig()
     sandbox: SandboxConfig = SandboxConfig()
     validation: ValidationConfig = ValidationConfig()
+    corpus: CorpusConfig = CorpusConfig()
+    designer: DesignerConfig = DesignerConfig()
+    memory: MemoryConfig = MemoryConfig()
+    rollout: RolloutConfig = RolloutConfig()
+    tracking: TrackingConfig = TrackingConfig()
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -1,0 +1,85 @@
+"""The environment store: seed programs, and accepted designs written content-addressed.
+
+An environment's id is the SHA-256 prefix of its source, so the same program written
+twice (a retried flow run, two designers converging) is one file and one row. Files are
+written to a temporary name and renamed, so a crash never leaves half a program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from spade_tasks.sandbox import ProgramMeta
+from spade_tasks.store import Store
+
+STORE_ROOT = Path("environments_store")
+SEEDS_DIR = STORE_ROOT / "seeds"
+
+
+@dataclass(frozen=True)
+class EnvRecord:
+    """One accepted environment program and what the validator learned of it."""
+
+    env_id: str
+    source: str
+    class_name: str
+    title: str
+    doc: str
+    max_turns: int
+    has_hint: bool
+    has_oracle: bool
+    origin: str  # "seed" or "designed"
+    path: str
+    run: str | None = None
+    generation: int | None = None
+    doc_id: str | None = None
+
+    def row(self) -> dict:
+        return asdict(self)
+
+
+def env_id_of(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def title_of(doc: str) -> str:
+    return (doc.strip().splitlines() or [""])[0].strip()[:200]
+
+
+def record_from_meta(source: str, meta: ProgramMeta, origin: str, path: str,
+                     run: str | None = None, generation: int | None = None,
+                     doc_id: str | None = None) -> EnvRecord:
+    return EnvRecord(env_id_of(source), source, meta.class_name, title_of(meta.doc), meta.doc,
+                     meta.max_turns, meta.has_hint, meta.has_oracle, origin, path, run,
+                     generation, doc_id)
+
+
+def write_program(source: str, run: str, root: Path = STORE_ROOT) -> Path:
+    """Write an accepted program under ``root/runs/<run>/<env_id>.py`` atomically."""
+    folder = root / "runs" / run
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{env_id_of(source)}.py"
+    if path.exists() and path.read_text(encoding="utf-8") == source:
+        return path
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".py")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(source)
+    os.replace(tmp, path)
+    return path
+
+
+def save_record(store: Store, rec: EnvRecord) -> None:
+    store.upsert("environments", rec.row())
+
+
+def load_record(store: Store, env_id: str) -> EnvRecord | None:
+    rows = store.rows("SELECT * FROM environments WHERE env_id = ?", [env_id])
+    return EnvRecord(**rows[0]) if rows else None
+
+
+def seed_paths(folder: Path = SEEDS_DIR) -> list[Path]:
+    return sorted(folder.glob("*.py"))
