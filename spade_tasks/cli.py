@@ -98,6 +98,157 @@ def cmd_play(args) -> int:
     return 0
 
 
+def _open_store(run_dir: Path):
+    import duckdb
+
+    from spade_tasks.store import Store
+
+    db = run_dir / "spade.duckdb"
+    if not db.is_file():
+        raise UserError(f"{db}: no such run database (run `spade run` first)")
+    try:
+        return Store(db)
+    except duckdb.IOException as e:
+        raise UserError(f"{db}: cannot open ({str(e).splitlines()[0]}); is a run in progress?")
+
+
+def _run_dirs(cfg, run: str | None) -> list[Path]:
+    root = cfg.run.root
+    if run:
+        return [root / run]
+    return sorted(p.parent for p in root.glob("*/spade.duckdb"))
+
+
+def cmd_envs_list(args) -> int:
+    from spade_tasks.config import load_config
+    from spade_tasks.environments import seed_paths, title_of
+    from spade_tasks.validation import env_class_name
+
+    cfg = load_config(args.config)
+    dirs = _run_dirs(cfg, args.run)
+    if not dirs:
+        print(f"no runs under {cfg.run.root}/; the seed environments:")
+        for path in seed_paths():
+            src = path.read_text(encoding="utf-8")
+            print(f"  {path.stem:28} {env_class_name(src) or '?':24}")
+        return 0
+    for run_dir in dirs:
+        with _open_store(run_dir) as store:
+            rows = store.rows(
+                "SELECT e.env_id, e.origin, e.generation, e.title, m.plays, m.regret,"
+                " m.win_rate_no_hint, m.win_rate_hint, m.active FROM environments e"
+                " LEFT JOIN memory m ON m.env_id = e.env_id AND m.run = ?"
+                " WHERE e.run = ? OR e.origin = 'seed' ORDER BY e.origin DESC, e.generation, e.env_id",
+                [run_dir.name, run_dir.name])
+        print(f"run {run_dir.name}: {len(rows)} environments")
+        print(f"  {'env_id':16} {'origin':8} {'gen':>3} {'plays':>5} {'regret':>7} "
+              f"{'win':>5} {'win+h':>5}  title")
+        for r in rows:
+            def num(v, fmt):
+                return format(v, fmt) if v is not None else "-"
+            print(f"  {r['env_id']:16} {r['origin']:8} {num(r['generation'], '3d'):>3} "
+                  f"{num(r['plays'], '5d'):>5} {num(r['regret'], '+7.3f'):>7} "
+                  f"{num(r['win_rate_no_hint'], '5.2f'):>5} {num(r['win_rate_hint'], '5.2f'):>5}"
+                  f"  {(r['title'] or '')[:60]}")
+    return 0
+
+
+def cmd_envs_show(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    for run_dir in _run_dirs(cfg, args.run):
+        with _open_store(run_dir) as store:
+            envs = store.rows("SELECT * FROM environments WHERE env_id LIKE ?",
+                              [args.env_id + "%"])
+            if len(envs) > 1:
+                raise UserError(f"{args.env_id}: ambiguous, matches "
+                                f"{', '.join(e['env_id'] for e in envs)}")
+            if not envs:
+                continue
+            e = envs[0]
+            print(f"== {e['env_id']} {e['class_name']} ({e['origin']}, run {run_dir.name}, "
+                  f"generation {e['generation']})")
+            print(f"file: {e['path']}")
+            vals = store.rows("SELECT generation, accepted, reasons, tier FROM validations"
+                              " WHERE env_id = ?", [e["env_id"]])
+            for v in vals:
+                print(f"validation (gen {v['generation']}, tier {v['tier']}): "
+                      f"{'accepted' if v['accepted'] else 'rejected'} {v['reasons'] or ''}")
+            for m in store.rows("SELECT * FROM memory WHERE env_id = ?", [e["env_id"]]):
+                print(f"memory: plays {m['plays']}, regret {m['regret']}, win rate "
+                      f"{m['win_rate_no_hint']} (hint {m['win_rate_hint']}), active {m['active']}")
+            for r in store.rows("SELECT * FROM regrets WHERE env_id = ? ORDER BY generation",
+                                [e["env_id"]]):
+                print(f"gen {r['generation']}: regret {r['regret']:+.3f}, win rate "
+                      f"{r['win_rate_no_hint']:.2f} / hint {r['win_rate_hint']:.2f}, "
+                      f"designer reward {r['designer_reward']}")
+            eps = store.rows('SELECT episode_id, generation, seed, with_hint, "return", turns,'
+                             " end_reason FROM episodes WHERE env_id = ? ORDER BY generation,"
+                             " episode_id", [e["env_id"]])
+            print(f"episodes: {len(eps)}")
+            for ep in eps:
+                print(f"  {ep['episode_id']} gen {ep['generation']} seed {ep['seed']} "
+                      f"{'hint' if ep['with_hint'] else 'no hint'}: return {ep['return']:g} "
+                      f"in {ep['turns']} turns ({ep['end_reason']})")
+            print("---- source ----")
+            print(e["source"])
+            return 0
+    raise UserError(f"{args.env_id}: no such environment in {cfg.run.root}/")
+
+
+def _prefect_env() -> None:
+    import os
+
+    # This machine is offline: Prefect's telemetry would only log errors.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def cmd_run(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)  # fail fast, before Prefect starts
+    _prefect_env()
+    from flows.generation import spade
+
+    n = args.generations or cfg.run.generations
+    run_name = args.run_name or cfg.run.name
+    for _ in range(n):
+        summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
+        g = summary["generation"]
+        print(f"generation {g} of run {run_name}: {summary['accepted']}/{summary['designs']} "
+              f"designs accepted, {summary.get('environments_played', 0)} environments played, "
+              f"mean regret {summary.get('regret_mean', float('nan')):+.3f}, "
+              f"loss {summary.get('loss', float('nan')):.4f}, {summary['wall_s']:.0f} s")
+    root = cfg.run.root / run_name
+    print(f"DuckDB: {root / 'spade.duckdb'}")
+    print(f"checkpoint: {summary.get('checkpoint')}")
+    print(f"MLflow: mlflow ui --backend-store-uri {cfg.tracking.mlflow_uri}")
+    print(f"environments: spade envs list --run {run_name}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    import os
+
+    from spade_tasks.config import load_config
+
+    load_config(args.config)
+    _prefect_env()
+    if not os.environ.get("PREFECT_API_URL"):
+        raise UserError("PREFECT_API_URL is not set: start `prefect server start` and "
+                        "export PREFECT_API_URL=http://127.0.0.1:4200/api first")
+    from flows.generation import spade
+
+    print("serving flow 'spade' as deployment 'generation'; trigger it with "
+          "`prefect deployment run spade/generation`", flush=True)
+    spade.serve(name="generation",
+                parameters={"config": str(Path(args.config).resolve()), "run_name": args.run_name})
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="spade", description="Self-play RL in model-written environments.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -116,6 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--config", default=None)
     p.set_defaults(fn=cmd_play)
+
+    r = sub.add_parser("run", help="run self-play generations (Prefect flow, in-process)")
+    r.add_argument("--config", default="configs/cpu-tiny.yaml")
+    r.add_argument("--generations", type=int, default=None)
+    r.add_argument("--run-name", default=None)
+    r.set_defaults(fn=cmd_run)
+
+    sv = sub.add_parser("serve", help="serve the flow as deployment spade/generation")
+    sv.add_argument("--config", default="configs/cpu-tiny.yaml")
+    sv.add_argument("--run-name", default=None)
+    sv.set_defaults(fn=cmd_serve)
+
+    e = sub.add_parser("envs", help="browse the environment store")
+    esub = e.add_subparsers(dest="envs_command", required=True, parser_class=_Parser)
+    el = esub.add_parser("list", help="environments of a run (or of every run)")
+    el.add_argument("--run", default=None)
+    el.add_argument("--config", default=None)
+    el.set_defaults(fn=cmd_envs_list)
+    es = esub.add_parser("show", help="one environment: code, validation, statistics, episodes")
+    es.add_argument("env_id", metavar="ENV_ID")
+    es.add_argument("--run", default=None)
+    es.add_argument("--config", default=None)
+    es.set_defaults(fn=cmd_envs_show)
     return ap
 
 

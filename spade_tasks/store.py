@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS regrets (
 CREATE TABLE IF NOT EXISTS train_steps (
     run VARCHAR, generation INTEGER, step INTEGER, metrics JSON, checkpoint VARCHAR,
     PRIMARY KEY (run, generation, step));
+CREATE TABLE IF NOT EXISTS stages (
+    run VARCHAR, generation INTEGER, stage VARCHAR, finished_at TIMESTAMP, seconds DOUBLE,
+    result JSON, PRIMARY KEY (run, generation, stage));
 CREATE TABLE IF NOT EXISTS memory (
     run VARCHAR, env_id VARCHAR, added_generation INTEGER, last_generation INTEGER,
     plays INTEGER, regret DOUBLE, win_rate_no_hint DOUBLE, win_rate_hint DOUBLE,

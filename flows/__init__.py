@@ -1,0 +1,1 @@
+"""Prefect flows: the `spade` generation flow (deployment `generation`)."""

@@ -1,0 +1,202 @@
+"""The process-level state of a self-play run: config, DuckDB store, sandbox, tracker,
+and the (lazily loaded) inference backend and training engine.
+
+Prefect tasks receive only small values (run name, generation); the heavy objects live
+here, one per run per process, so a served deployment keeps its model loaded between
+generations and no task hashes a model as an input.
+
+A run's durable state is DuckDB (generation counter, finished stages, memory) and the
+checkpoint folder; ``Runtime`` only caches what can be rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spade_tasks.config import Config
+from spade_tasks.store import Store
+
+_RUNTIMES: dict[str, "Runtime"] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass
+class Runtime:
+    cfg: Config
+    store: Store
+    _backend: Any = None
+    _trainer: Any = None
+    _sandbox: Any = None
+    _tracker: Any = None
+    _backend_checkpoint: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def run(self) -> str:
+        return self.cfg.run.name
+
+    @property
+    def run_dir(self) -> Path:
+        return self.cfg.run.root / self.run
+
+    @property
+    def sandbox(self):
+        if self._sandbox is None:
+            from spade_tasks.sandbox import Sandbox
+
+            self._sandbox = Sandbox(self.cfg.sandbox)
+        return self._sandbox
+
+    @property
+    def tracker(self):
+        if self._tracker is None:
+            from spade_tasks.tracking import Tracker
+
+            self._tracker = Tracker(self.cfg, self.store)
+        return self._tracker
+
+    # -- generations -----------------------------------------------------------------
+    def current_generation(self) -> int:
+        """The unfinished generation, or the one after the last finished."""
+        rows = self.store.rows(
+            "SELECT generation, status FROM generations WHERE run = ? ORDER BY generation",
+            [self.run])
+        for r in rows:
+            if r["status"] != "done":
+                return r["generation"]
+        return rows[-1]["generation"] + 1 if rows else 0
+
+    def latest_checkpoint(self) -> str | None:
+        """The newest finished generation's checkpoint (None: start from the base model)."""
+        rows = self.store.rows(
+            "SELECT checkpoint FROM generations WHERE run = ? AND status = 'done'"
+            " AND checkpoint IS NOT NULL ORDER BY generation DESC LIMIT 1", [self.run])
+        return rows[0]["checkpoint"] if rows else None
+
+    def begin_generation(self, generation: int) -> None:
+        rows = self.store.rows("SELECT status FROM generations WHERE run = ? AND generation = ?",
+                               [self.run, generation])
+        if not rows:
+            self.store.upsert("generations", {"run": self.run, "generation": generation,
+                                              "status": "running",
+                                              "started_at": _now()})
+
+    def finish_generation(self, generation: int, checkpoint: str | None, metrics: dict,
+                          mlflow_run_id: str | None) -> None:
+        self.store.upsert("generations", {
+            "run": self.run, "generation": generation, "status": "done",
+            "started_at": self._started(generation), "finished_at": _now(),
+            "checkpoint": checkpoint, "mlflow_run_id": mlflow_run_id, "metrics": metrics})
+
+    def set_generation_mlflow(self, generation: int, run_id: str) -> None:
+        self.store.cursor().execute(
+            "UPDATE generations SET mlflow_run_id = ? WHERE run = ? AND generation = ?",
+            [run_id, self.run, generation])
+
+    def _started(self, generation: int):
+        rows = self.store.rows("SELECT started_at FROM generations WHERE run = ? AND generation = ?",
+                               [self.run, generation])
+        return rows[0]["started_at"] if rows else _now()
+
+    # -- stages ------------------------------------------------------------------------
+    def stage_result(self, generation: int, stage: str) -> Any | None:
+        rows = self.store.rows(
+            "SELECT result FROM stages WHERE run = ? AND generation = ? AND stage = ?",
+            [self.run, generation, stage])
+        return json.loads(rows[0]["result"]) if rows else None
+
+    def mark_stage(self, generation: int, stage: str, result: Any, seconds: float) -> None:
+        self.store.upsert("stages", {"run": self.run, "generation": generation, "stage": stage,
+                                     "finished_at": _now(), "seconds": seconds,
+                                     "result": json.dumps(result)})
+
+    # -- models ------------------------------------------------------------------------
+    def backend(self):
+        """The inference backend, on the latest checkpoint's weights."""
+        from spade_tasks.llm.base import make_backend
+
+        ckpt = self.latest_checkpoint()
+        if self._backend is None:
+            model_cfg = self.cfg.model
+            if ckpt:
+                model_cfg = model_cfg.model_copy(update={"name": ckpt})
+            self._backend = make_backend(model_cfg)
+            self._backend_checkpoint = ckpt
+        elif ckpt != self._backend_checkpoint:
+            self._backend.load_weights(ckpt)
+            self._backend_checkpoint = ckpt
+        return self._backend
+
+    def trainer(self):
+        """The DeepSpeed engine, resumed from the latest checkpoint when there is one."""
+        from spade_tasks.training import TrainEngine
+
+        ckpt = self.latest_checkpoint()
+        if self._trainer is None:
+            self._trainer = TrainEngine.from_model_name(ckpt or self.cfg.model.name,
+                                                        self.cfg.training)
+            if ckpt and (Path(ckpt) / "deepspeed" / "latest").is_file():
+                self._trainer.load(ckpt)
+        return self._trainer
+
+    def save_checkpoint(self, generation: int) -> str:
+        """Write the trained weights atomically: a temp folder renamed into place."""
+        final = self.run_dir / "checkpoints" / f"gen-{generation:04d}"
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.trainer().save_checkpoint(tmp)
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        return str(final)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+        self.store.close()
+
+
+def _now():
+    import datetime
+
+    return datetime.datetime.now()
+
+
+def open_runtime(cfg: Config) -> Runtime:
+    """The runtime of ``cfg``'s run in this process (created on first use)."""
+    key = str((cfg.run.root / cfg.run.name).resolve())
+    with _LOCK:
+        rt = _RUNTIMES.get(key)
+        if rt is None or rt.cfg != cfg:
+            if rt is not None:
+                rt.close()
+            store = Store(cfg.run.root / cfg.run.name / "spade.duckdb")
+            rt = _RUNTIMES[key] = Runtime(cfg, store)
+        return rt
+
+
+def close_all() -> None:
+    with _LOCK:
+        for rt in _RUNTIMES.values():
+            rt.close()
+        _RUNTIMES.clear()
+
+
+class Timer:
+    """Stage timings for the tracking and the generation benchmark."""
+
+    def __init__(self, rt: Runtime, name: str):
+        self.rt, self.name = rt, name
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+        self.rt.timings[self.name] = self.seconds

@@ -1,0 +1,229 @@
+"""MLflow tracking: a parent run per self-play run, a nested run per generation.
+
+Uses ``MlflowClient`` with explicit run ids everywhere: the fluent API's active run is
+per thread, and Prefect runs tasks in worker threads. Run ids are kept in DuckDB so a
+retried or resumed generation logs into the same MLflow runs instead of new ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from spade_tasks.config import Config
+from spade_tasks.store import Store
+
+
+def _client(uri: str):
+    # The default sqlite store lives under runs/; make its folder before MLflow opens it.
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, str]:
+    """A nested config as MLflow params: ``section.key -> value``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = str(v)[:500]
+    return out
+
+
+class Tracker:
+    """Logs one self-play run; every method takes or returns explicit run ids."""
+
+    def __init__(self, cfg: Config, store: Store):
+        self.cfg, self.store = cfg, store
+        self.client = _client(cfg.tracking.mlflow_uri)
+        exp = self.client.get_experiment_by_name(cfg.tracking.experiment)
+        self.experiment_id = (exp.experiment_id if exp else
+                              self.client.create_experiment(cfg.tracking.experiment))
+
+    def parent_run(self) -> str:
+        """The MLflow run of this self-play run, created once and reused."""
+        run = self.cfg.run.name
+        rows = self.store.rows("SELECT mlflow_run_id FROM runs WHERE run = ?", [run])
+        if rows and rows[0]["mlflow_run_id"]:
+            return rows[0]["mlflow_run_id"]
+        r = self.client.create_run(self.experiment_id, run_name=run,
+                                   tags={"spade.run": run})
+        params = flatten(self.cfg.model_dump(mode="json"))
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(r.info.run_id, params=items[i:i + 100])
+        self.store.upsert("runs", {"run": run, "config": self.cfg.model_dump(mode="json"),
+                                   "mlflow_run_id": r.info.run_id})
+        return r.info.run_id
+
+    def generation_run(self, parent_id: str, generation: int) -> str:
+        """The nested run of one generation, reused when the generation is retried."""
+        rows = self.store.rows(
+            "SELECT mlflow_run_id FROM generations WHERE run = ? AND generation = ?",
+            [self.cfg.run.name, generation])
+        if rows and rows[0]["mlflow_run_id"]:
+            return rows[0]["mlflow_run_id"]
+        r = self.client.create_run(
+            self.experiment_id, run_name=f"{self.cfg.run.name}/gen-{generation}",
+            tags={"mlflow.parentRunId": parent_id, "spade.generation": str(generation)})
+        return r.info.run_id
+
+    def metrics(self, run_id: str, metrics: dict[str, Any], step: int) -> None:
+        from mlflow.entities import Metric
+        import time
+
+        ts = int(time.time() * 1000)
+        items = [Metric(k, float(v), ts, step) for k, v in metrics.items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(float(v))]
+        if items:
+            self.client.log_batch(run_id, metrics=items)
+
+    def text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self.client.log_text(run_id, text, artifact_file)
+
+    def json(self, run_id: str, obj: Any, artifact_file: str) -> None:
+        self.client.log_text(run_id, json.dumps(obj, indent=2, default=str), artifact_file)
+
+    def artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
+        p = Path(path)
+        if p.is_dir():
+            self.client.log_artifacts(run_id, str(p), artifact_path)
+        elif p.is_file():
+            self.client.log_artifact(run_id, str(p), artifact_path)
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status)
+
+    def plots(self, run_id: str) -> list[str]:
+        """PNG plots of the run's history across generations, logged as artifacts."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        run = self.cfg.run.name
+        hist = self.store.rows(
+            "SELECT g.generation, avg(r.regret) AS regret, avg(r.win_rate_no_hint) AS win_no_hint,"
+            " avg(r.win_rate_hint) AS win_hint FROM generations g LEFT JOIN regrets r"
+            " ON r.run = g.run AND r.generation = g.generation WHERE g.run = ?"
+            " GROUP BY g.generation ORDER BY g.generation", [run])
+        valid = self.store.rows(
+            "SELECT generation, avg(CASE WHEN accepted THEN 1.0 ELSE 0.0 END) AS validity"
+            " FROM designs WHERE run = ? GROUP BY generation ORDER BY generation", [run])
+        div = self.store.rows(
+            "SELECT generation, json_extract(metrics, '$.memory_diversity')::DOUBLE AS diversity"
+            " FROM generations WHERE run = ? ORDER BY generation", [run])
+        logged = []
+        with tempfile.TemporaryDirectory() as tmp:
+            series = [
+                ("regret.png", "regret (mean over environments)", hist, ["regret"]),
+                ("win_rates.png", "win rate", hist, ["win_no_hint", "win_hint"]),
+                ("validity.png", "design validity rate", valid, ["validity"]),
+                ("diversity.png", "memory diversity", div, ["diversity"]),
+            ]
+            for name, ylabel, rows, keys in series:
+                fig, ax = plt.subplots(figsize=(5, 3.2))
+                for key in keys:
+                    xs = [r["generation"] for r in rows if r.get(key) is not None]
+                    ys = [r[key] for r in rows if r.get(key) is not None]
+                    ax.plot(xs, ys, marker="o", label=key)
+                ax.set_xlabel("generation")
+                ax.set_ylabel(ylabel)
+                if len(keys) > 1:
+                    ax.legend()
+                fig.tight_layout()
+                path = Path(tmp) / name
+                fig.savefig(path, dpi=90)
+                plt.close(fig)
+                self.client.log_artifact(run_id, str(path), "plots")
+                logged.append(f"plots/{name}")
+        return logged
+
+
+def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
+    """The numbers of one generation, read back from DuckDB (the source of truth)."""
+    run = rt.run
+    m: dict[str, float] = {}
+    d = rt.store.rows(
+        "SELECT count(*) AS n, sum(CASE WHEN accepted THEN 1 ELSE 0 END) AS ok,"
+        " avg(reward) AS reward FROM designs WHERE run = ? AND generation = ?", [run, generation])[0]
+    m["designs"] = d["n"] or 0
+    m["validity_rate"] = (d["ok"] or 0) / d["n"] if d["n"] else 0.0
+    if d["reward"] is not None:
+        m["designer_reward"] = d["reward"]
+    for r in rt.store.rows(
+            "SELECT split_part(unnest(reasons), ':', 1) AS check_name, count(*) AS n FROM designs"
+            " WHERE run = ? AND generation = ? GROUP BY 1", [run, generation]):
+        m[f"rejected.{r['check_name']}"] = r["n"]
+    g = rt.store.rows(
+        "SELECT avg(regret) AS regret, avg(win_rate_no_hint) AS w, avg(win_rate_hint) AS wh,"
+        " count(*) AS envs FROM regrets WHERE run = ? AND generation = ?", [run, generation])[0]
+    if g["envs"]:
+        m.update(regret=g["regret"], win_rate_no_hint=g["w"], win_rate_hint=g["wh"],
+                 environments_played=g["envs"])
+    a = rt.store.rows(
+        'SELECT avg("return") AS r, count(*) AS n FROM episodes WHERE run = ? AND generation = ?'
+        " AND NOT with_hint", [run, generation])[0]
+    if a["n"]:
+        m["agent_reward"] = a["r"]
+        m["episodes"] = a["n"]
+    for key in ("loss", "approx_kl", "kl_ref", "clip_fraction", "grad_norm", "train_tokens_per_s",
+                "rollout_tokens_per_s", "design_tokens_per_s", "memory_diversity", "memory_size"):
+        v = summary.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            m[key] = v
+    for stage, seconds in summary.get("timings", {}).items():
+        m[f"time.{stage}"] = seconds
+    if "wall_s" in summary:
+        m["time.generation"] = summary["wall_s"]
+    return m
+
+
+def log_stage(rt, generation: int, summary: dict) -> dict:
+    """Log one generation to MLflow (nested under the run) and mark it finished."""
+    tr: Tracker = rt.tracker
+    parent = tr.parent_run()
+    child = tr.generation_run(parent, generation)
+    rt.set_generation_mlflow(generation, child)
+    metrics = generation_metrics(rt, generation, summary)
+    tr.metrics(child, metrics, step=generation)
+    tr.metrics(parent, metrics, step=generation)
+    tr.json(child, summary, "summary.json")
+    for env in rt.store.rows("SELECT env_id, source FROM environments WHERE run = ? AND"
+                             " generation = ? AND origin = 'designed'", [rt.run, generation]):
+        tr.text(child, env["source"], f"environments/{env['env_id']}.py")
+    rejected = rt.store.rows("SELECT design_idx, reasons FROM designs WHERE run = ? AND"
+                             " generation = ? AND NOT accepted", [rt.run, generation])
+    if rejected:
+        tr.json(child, {r["design_idx"]: r["reasons"] for r in rejected}, "rejections.json")
+    from spade_tasks.transcripts import format_transcript
+
+    eps = rt.store.rows("SELECT episode_id FROM episodes WHERE run = ? AND generation = ?"
+                        " ORDER BY episode_id LIMIT ?",
+                        [rt.run, generation, rt.cfg.tracking.transcripts])
+    for ep in eps:
+        tr.text(child, format_transcript(rt.store, ep["episode_id"], run=rt.run, generation=generation),
+                f"transcripts/{ep['episode_id']}.txt")
+    checkpoint = summary.get("checkpoint")
+    if checkpoint:
+        tr.client.set_tag(child, "checkpoint", str(Path(checkpoint).resolve()))
+        tr.text(child, str(Path(checkpoint).resolve()) + "\n", "checkpoint.txt")
+    rt.finish_generation(generation, checkpoint, {**metrics, **{k: v for k, v in summary.items()
+                                                               if k != "timings"}}, child)
+    tr.plots(child)
+    tr.plots(parent)
+    tr.finish(child)
+    return {**summary, "mlflow_run_id": child, "mlflow_parent_run_id": parent}
