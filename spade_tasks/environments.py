@@ -16,7 +16,8 @@ from pathlib import Path
 from spade_tasks.sandbox import ProgramMeta
 from spade_tasks.store import Store
 
-STORE_ROOT = Path("environments_store")
+# Anchored to the checkout, so commands work from any directory.
+STORE_ROOT = Path(__file__).resolve().parent.parent / "environments_store"
 SEEDS_DIR = STORE_ROOT / "seeds"
 
 

@@ -1,0 +1,295 @@
+"""The Environment Designer: prompt the model for environment programs, parse, validate
+in the sandbox, and record every design (accepted or not) for training.
+
+Stages, each a plain function a flow task wraps:
+``design`` (one batched generate call, parse) -> ``validate_designs`` (sandbox) ->
+``record_designs`` (program files, ``environments``, ``designs``, ``validations``).
+``run_design`` runs them for one generation from a config.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from string import Template
+
+from spade_tasks.config import Config, ValidationConfig
+from spade_tasks.corpus import Document, sample_documents
+from spade_tasks.environments import (STORE_ROOT, EnvRecord, record_from_meta,
+                                      save_record, write_program)
+from spade_tasks.llm.base import Backend, Completion, SamplingParams
+from spade_tasks.memory import MemoryEntry, PromptExamples
+from spade_tasks.store import Store
+
+PROMPTS = Path(__file__).parent / "prompts"
+SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
+EXAMPLE_CHARS = 3500
+"""Code characters shown per positive example (two fit a small model's context)."""
+MAX_TITLES = 40
+"""Titles of existing environments listed in the prompt (newest first)."""
+VALIDATION_WORKERS = 2
+"""Designs validated at once; each validation runs its own sandbox workers."""
+
+NO_CODE = "parse: no python code block"
+
+
+@dataclass
+class Design:
+    """One designer completion and what became of it."""
+
+    design_idx: int
+    doc_id: str | None
+    setting: str
+    prompt: list[dict]
+    completion: Completion
+    source: str | None
+    """The parsed program; None when the completion holds no python block."""
+    accepted: bool = False
+    reasons: list[str] = field(default_factory=list)
+    record: EnvRecord | None = None
+    tier: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def env_id(self) -> str | None:
+        return self.record.env_id if self.record else None
+
+
+# -- prompt --------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n# ... (truncated)"
+
+
+def _example_block(e: MemoryEntry) -> str:
+    if e.played:
+        stats = (f"no-hint win rate {e.win_rate_no_hint:.2f}, with hint "
+                 f"{e.win_rate_hint:.2f}, regret {e.regret:.2f}")
+    else:
+        stats = "not yet played"
+    return (f"### {e.record.title or e.record.class_name} ({stats})\n"
+            f"```python\n{_clip(e.record.source.strip(), EXAMPLE_CHARS)}\n```")
+
+
+def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -> list[dict]:
+    """The chat messages for one design: the setting's contract, then the task."""
+    system = (PROMPTS / SYSTEM_PROMPTS[setting]).read_text(encoding="utf-8")
+    if doc is not None:
+        document = ("Take the theme, setting, names and facts of your environment from this "
+                    "text. The environment must stand on its own: its observations and "
+                    "docstring never mention a text, an article or a document.\n"
+                    f"<text>\n{doc.text.strip()}\n</text>")
+    else:
+        document = "Choose any theme you like for your environment."
+    if examples.positives:
+        shown = "\n\n".join(_example_block(e) for e in examples.positives)
+        ex = ("Environments from the memory that challenged the agent at the right level "
+              "(the hint helped most). Go beyond them: a new idea, not a variation.\n\n" + shown)
+    else:
+        ex = ""
+    neg = ""
+    if examples.negatives:
+        neg = "Environments that missed the agent's level, avoid their kind:\n" + "\n".join(
+            f"- {e.record.title or e.record.class_name} ({label}: no-hint win rate "
+            f"{e.win_rate_no_hint:.2f})" for e, label in examples.negatives)
+    titles = ""
+    if examples.titles:
+        titles = "Existing environments (do not write these again):\n" + "\n".join(
+            f"- {t}" for t in examples.titles[:MAX_TITLES])
+    user = Template((PROMPTS / "designer_task.txt").read_text(encoding="utf-8")).substitute(
+        document=document, examples=ex, negatives=neg, titles=titles)
+    user = re.sub(r"\n{3,}", "\n\n", user).strip()
+    return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user}]
+
+
+# -- parse ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def _looks_like_env(code: str) -> bool:
+    return bool(re.search(r"^\s*class\s+\w+", code, re.M)) and "def reset" in code
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):  # ValueError: null bytes
+        return False
+    return True
+
+
+def extract_program(text: str) -> str | None:
+    """The program in a completion: the last fenced python block that parses and looks
+    like an environment, else the last one that looks like one, else the last python
+    block; an unclosed final block (a completion cut at the token limit) counts. A bare
+    ``` fence counts only when it holds an environment class. None: no code block."""
+    blocks = []
+    for m in _FENCE.finditer(text):
+        lang, code = m.group(1), m.group(2).strip("\n")
+        if code.strip() and (lang or _looks_like_env(code)):
+            blocks.append(code)
+    if not blocks:
+        return None
+    for pick in (lambda c: _looks_like_env(c) and _parses(c), _looks_like_env):
+        good = [c for c in blocks if pick(c)]
+        if good:
+            return good[-1] + "\n"
+    return blocks[-1] + "\n"
+
+
+# -- stages --------------------------------------------------------------------------
+
+
+def design(backend: Backend, docs: list[Document | None], examples: PromptExamples,
+           cfg: Config, seed: int) -> list[Design]:
+    """One completion per document (None: no document) in ONE batched generate call,
+    each parsed into a program; a completion without code is already rejected."""
+    setting = cfg.designer.setting
+    prompts = [build_prompt(d, examples, setting) for d in docs]
+    params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
+                                        seed=seed)
+    comps = backend.generate(prompts, params) if prompts else []
+    out = []
+    for i, (doc, prompt, comp) in enumerate(zip(docs, prompts, comps)):
+        source = extract_program(comp.text)
+        d = Design(i, doc.doc_id if doc else None, setting, prompt, comp, source)
+        if source is None:
+            d.reasons = [NO_CODE]
+        out.append(d)
+    return out
+
+
+def _validate_one(d: Design, sandbox, vcfg: ValidationConfig, run: str | None,
+                  generation: int | None) -> Design:
+    from spade_tasks.validation import validate_source
+
+    if d.source is None:
+        return d
+    t0 = time.perf_counter()
+    report = validate_source(d.source, sandbox, vcfg)
+    d = replace(d, accepted=report.accepted, reasons=list(report.reasons), tier=report.tier,
+                seconds=time.perf_counter() - t0)
+    if report.accepted:
+        # path is filled in by record_designs, which writes the file.
+        d.record = record_from_meta(d.source, report.meta, "designed", "", run, generation,
+                                    d.doc_id)
+    return d
+
+
+def validate_designs(designs: list[Design], sandbox, vcfg: ValidationConfig | None = None,
+                     run: str | None = None, generation: int | None = None,
+                     workers: int = VALIDATION_WORKERS) -> list[Design]:
+    """Validate every parsed design in the sandbox (a small thread pool; each validation
+    runs its own sandboxed workers, so they do not share state)."""
+    vcfg = vcfg or ValidationConfig()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(lambda d: _validate_one(d, sandbox, vcfg, run, generation), designs))
+
+
+def record_designs(store: Store, run: str, generation: int, designs: list[Design],
+                   root: Path = STORE_ROOT) -> list[Design]:
+    """Write accepted programs (content-addressed) and their ``environments`` rows, and
+    replace this generation's ``designs`` and ``validations`` rows (rerun-safe)."""
+    out = []
+    for d in designs:
+        if d.accepted and d.record is not None:
+            path = write_program(d.source, run, root)
+            d = replace(d, record=replace(d.record, path=str(path)))
+            save_record(store, d.record)
+        out.append(d)
+    key = {"run": run, "generation": generation}
+    store.replace_rows("designs", key, [{
+        "run": run, "generation": generation, "design_idx": d.design_idx, "doc_id": d.doc_id,
+        "setting": d.setting, "prompt": json.dumps(d.prompt), "completion": d.completion.text,
+        "prompt_token_ids": list(d.completion.prompt_token_ids),
+        "token_ids": list(d.completion.token_ids), "logprobs": list(d.completion.logprobs),
+        "env_id": d.env_id, "accepted": d.accepted, "reasons": list(d.reasons), "reward": None,
+    } for d in out])
+    store.replace_rows("validations", key, [{
+        "run": run, "generation": generation, "design_idx": d.design_idx, "env_id": d.env_id,
+        "accepted": d.accepted, "reasons": list(d.reasons), "tier": d.tier,
+        "seconds": d.seconds,
+    } for d in out])
+    return out
+
+
+# -- one command ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DesignSummary:
+    """What ``run_design`` did, for the CLI's output."""
+
+    run: str
+    generation: int
+    designs: int
+    accepted: int
+    env_ids: list[str]
+    reasons: dict[str, int]
+    """Rejections counted by check name (the part of a reason before the colon)."""
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"run": self.run, "generation": self.generation, "designs": self.designs,
+                "accepted": self.accepted, "env_ids": self.env_ids, "reasons": self.reasons,
+                "seconds": round(self.seconds, 1)}
+
+
+def next_generation(store: Store, run: str) -> int:
+    """One past the highest generation with recorded designs (0 for a new run)."""
+    row = store.rows("SELECT max(generation) AS g FROM designs WHERE run = ?", [run])[0]
+    return 0 if row["g"] is None else row["g"] + 1
+
+
+def summarize(run: str, generation: int, designs: list[Design], seconds: float) -> DesignSummary:
+    reasons = Counter(r.split(":", 1)[0] for d in designs if not d.accepted
+                      for r in d.reasons[:1])
+    return DesignSummary(run, generation, len(designs), sum(d.accepted for d in designs),
+                         [d.env_id for d in designs if d.env_id], dict(reasons), seconds)
+
+
+def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None = None,
+               generation: int | None = None, backend: Backend | None = None,
+               sandbox=None) -> DesignSummary:
+    """Sample documents, design, validate and record ``n`` environments for one generation
+    of ``cfg.run.name`` (default: the next generation; ``n`` defaults to the config's
+    ``designs_per_generation``; the store to ``<run.root>/<run.name>.duckdb``)."""
+    from spade_tasks.llm.base import make_backend
+    from spade_tasks.memory import init_memory, prompt_examples
+    from spade_tasks.sandbox import Sandbox
+
+    t0 = time.perf_counter()
+    n = n or cfg.designer.designs_per_generation
+    run = cfg.run.name
+    store = Store(store_path or cfg.run.root / f"{run}.duckdb")
+    owns_backend = backend is None
+    try:
+        sandbox = sandbox or Sandbox(cfg.sandbox)
+        gen = next_generation(store, run) if generation is None else generation
+        seed = cfg.run.seed * 1_000_003 + gen  # distinct per generation, fixed per rerun
+        if cfg.memory.enabled:
+            init_memory(store, run, sandbox, cfg.validation)
+        examples = prompt_examples(store, run, cfg.designer.memory_examples, cfg.memory, seed)
+        docs = sample_documents(store, run, gen, n, seed, cfg.corpus)
+        docs = docs or [None] * n  # the no-corpus ablation
+        backend = backend or make_backend(cfg.model)
+        designs = design(backend, docs, examples, cfg, seed)
+        designs = validate_designs(designs, sandbox, cfg.validation, run, gen)
+        designs = record_designs(store, run, gen, designs)
+        return summarize(run, gen, designs, time.perf_counter() - t0)
+    finally:
+        if owns_backend and backend is not None:
+            backend.close()
+        store.close()
+
+
+__all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_program", "design",
+           "validate_designs", "record_designs", "run_design", "next_generation", "summarize"]

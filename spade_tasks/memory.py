@@ -1,0 +1,392 @@
+"""The environment memory of a run: the pool the agent plays and the examples the
+designer sees.
+
+It starts as the hand-written seed environments and grows with accepted designs. Each
+entry is a row of the ``memory`` table (plays, regret, win rates, added/last generation,
+active); the program itself is the ``environments`` row of the same env_id.
+
+Choices, and why:
+
+- **Seed meta is cached** in ``environments`` (keyed by env_id, a hash of the source):
+  validating a program takes seconds, so a seed already recorded is not re-validated.
+- **Near-duplicates** are refused by Jaccard similarity of feature sets: 4-grams of the
+  code's tokens (comments dropped, names and numbers masked, strings kept) plus word
+  3-grams of the docstring. On the seeds, distinct programs score at most ~0.32 and a
+  copy with renamed variables and changed constants ~0.9.
+  Duplicates here are mostly the designer copying the examples its prompt shows, which
+  is textual overlap that shingles measure exactly; it is deterministic, needs no model
+  and costs milliseconds for a memory of hundreds. (A sentence-embedding model would
+  also flag "same idea, different code", at the cost of a model load per process and
+  a threshold that drifts with the model.)
+- **Statistics** move by an exponential average (``STATS_WEIGHT_NEW`` on the newest
+  estimate): the agent changes every generation, so old plays matter less, but G is
+  small, so one generation's estimate alone is noisy.
+- **Capacity**: when the active set exceeds it, entries are deactivated (kept as rows,
+  ``active = false``) in this order: designed before seeds, then played-and-out-of-band
+  before never-played before in-band, then lowest regret, then oldest. Seeds therefore
+  leave only when nothing else can (a capacity below the seed count), and a newcomer is
+  never evicted by its own ``add``.
+- **Unknown entries** (never played) are not positive examples on merit; when fewer
+  than k entries qualify, a seeded sample of never-played entries (seeds first) fills in,
+  so a young run's designer still sees complete, feasible programs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import itertools
+import keyword
+import random
+import re
+import tokenize
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from spade_tasks.config import MemoryConfig, ValidationConfig
+from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_record,
+                                      record_from_meta, save_record, seed_paths)
+from spade_tasks.errors import SpadeError
+from spade_tasks.store import Store
+
+STATS_WEIGHT_NEW = 0.5
+"""Weight of a generation's new estimate in an entry's moving-average statistics."""
+SEED_GENERATION = 0
+"""``added_generation`` of the seed entries."""
+CODE_NGRAM = 4
+DOC_NGRAM = 3
+
+
+class SeedRejected(SpadeError):
+    """A hand-written seed program fails validation (a bug in the repository)."""
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One environment of the memory with its statistics (None: never played)."""
+
+    record: EnvRecord
+    plays: int
+    regret: float | None
+    win_rate_no_hint: float | None
+    win_rate_hint: float | None
+    added_generation: int
+    last_generation: int | None
+    active: bool
+
+    @property
+    def env_id(self) -> str:
+        return self.record.env_id
+
+    @property
+    def played(self) -> bool:
+        return self.plays > 0 and self.win_rate_no_hint is not None
+
+
+@dataclass(frozen=True)
+class EnvStats:
+    """One generation's estimate for one environment (from the regret stage)."""
+
+    episodes: int
+    regret: float
+    win_rate_no_hint: float
+    win_rate_hint: float
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` did: ``added`` or refused with a reason."""
+
+    added: bool
+    reason: str | None = None
+    similar_to: str | None = None
+    similarity: float = 0.0
+    evicted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PromptExamples:
+    """What the designer's prompt shows from the memory."""
+
+    positives: list[MemoryEntry]
+    negatives: list[tuple[MemoryEntry, str]]
+    """(entry, "too easy" | "too hard")."""
+    titles: list[str]
+
+
+# -- seeds ---------------------------------------------------------------------------
+
+
+def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
+                 folder: Path = SEEDS_DIR) -> list[EnvRecord]:
+    """The seed programs' records, validating (in the sandbox) only those not yet cached."""
+    from spade_tasks.validation import validate_source
+
+    out = []
+    for path in seed_paths(folder):
+        source = path.read_text(encoding="utf-8")
+        rec = load_record(store, env_id_of(source))
+        if rec is None:
+            report = validate_source(source, sandbox, vcfg, str(path))
+            if not report.accepted:
+                raise SeedRejected(f"seed {path}: rejected: {'; '.join(report.reasons)}")
+            rec = record_from_meta(source, report.meta, "seed", str(path))
+            save_record(store, rec)
+        out.append(rec)
+    return out
+
+
+def init_memory(store: Store, run: str, sandbox, vcfg: ValidationConfig | None = None,
+                folder: Path = SEEDS_DIR) -> list[EnvRecord]:
+    """Put the seeds into the run's memory (once; existing entries keep their stats)."""
+    recs = seed_records(store, sandbox, vcfg, folder)
+    have = {r["env_id"] for r in store.rows("SELECT env_id FROM memory WHERE run = ?", [run])}
+    for rec in recs:
+        if rec.env_id not in have:
+            store.upsert("memory", _new_row(run, rec.env_id, SEED_GENERATION))
+    return recs
+
+
+def _new_row(run: str, env_id: str, generation: int) -> dict:
+    return {"run": run, "env_id": env_id, "added_generation": generation,
+            "last_generation": None, "plays": 0, "regret": None, "win_rate_no_hint": None,
+            "win_rate_hint": None, "active": True}
+
+
+# -- reading -------------------------------------------------------------------------
+
+_ENV_COLS = ("env_id", "source", "class_name", "title", "doc", "max_turns", "has_hint",
+             "has_oracle", "origin", "path", "run", "generation", "doc_id")
+
+
+def entries(store: Store, run: str, active_only: bool = True) -> list[MemoryEntry]:
+    """The run's memory entries, ordered by env_id (a stable order for seeded draws)."""
+    cols = ", ".join(f"e.{c} AS e_{c}" for c in _ENV_COLS)
+    rows = store.rows(
+        f"SELECT m.*, {cols} FROM memory m JOIN environments e USING (env_id) "
+        f"WHERE m.run = ? {'AND m.active' if active_only else ''} ORDER BY m.env_id", [run])
+    out = []
+    for r in rows:
+        rec = EnvRecord(**{c: r[f"e_{c}"] for c in _ENV_COLS})
+        out.append(MemoryEntry(rec, r["plays"] or 0, r["regret"], r["win_rate_no_hint"],
+                               r["win_rate_hint"], r["added_generation"], r["last_generation"],
+                               bool(r["active"])))
+    return out
+
+
+def existing_titles(store: Store, run: str) -> list[str]:
+    """Titles of the active environments (newest first): what the designer must not repeat."""
+    es = sorted(entries(store, run), key=lambda e: (-e.added_generation, e.env_id))
+    return [e.record.title for e in es if e.record.title]
+
+
+def _in_band(e: MemoryEntry, cfg: MemoryConfig) -> bool:
+    lo, hi = cfg.win_band
+    return e.played and lo <= e.win_rate_no_hint <= hi
+
+
+def positive_examples(store: Store, run: str, k: int, cfg: MemoryConfig | None = None,
+                      seed: int = 0) -> list[MemoryEntry]:
+    """Top-``k`` by regret among played entries whose no-hint win rate is inside
+    ``win_band``; never-played entries (seeds first, seeded order) fill any shortfall."""
+    cfg = cfg or MemoryConfig()
+    es = entries(store, run)
+    good = sorted((e for e in es if _in_band(e, cfg)),
+                  key=lambda e: (-e.regret, -(e.last_generation or 0), e.env_id))[:k]
+    if len(good) < k:
+        unknown = [e for e in es if not e.played]
+        random.Random(seed).shuffle(unknown)
+        unknown.sort(key=lambda e: e.record.origin != "seed")  # stable: keeps the shuffle
+        good += unknown[: k - len(good)]
+    return good
+
+
+def negative_examples(store: Store, run: str, k: int, cfg: MemoryConfig | None = None
+                      ) -> list[tuple[MemoryEntry, str]]:
+    """Up to ``k`` played entries that were too easy (> too_easy) or too hard (< too_hard),
+    most recently played first. Evicted entries count too: they are most often these."""
+    cfg = cfg or MemoryConfig()
+    out = []
+    for e in entries(store, run, active_only=False):
+        if not e.played:
+            continue
+        if e.win_rate_no_hint > cfg.too_easy:
+            out.append((e, "too easy"))
+        elif e.win_rate_no_hint < cfg.too_hard:
+            out.append((e, "too hard"))
+    out.sort(key=lambda p: (-(p[0].last_generation or 0), p[0].env_id))
+    return out[:k]
+
+
+def prompt_examples(store: Store, run: str, k: int, cfg: MemoryConfig | None = None,
+                    seed: int = 0, negatives: int = 8) -> PromptExamples:
+    """Everything the designer prompt shows; empty when the memory is disabled."""
+    cfg = cfg or MemoryConfig()
+    if not cfg.enabled:
+        return PromptExamples([], [], [])
+    return PromptExamples(positive_examples(store, run, k, cfg, seed),
+                          negative_examples(store, run, negatives, cfg),
+                          existing_titles(store, run))
+
+
+def pool_sample(store: Store, run: str, n: int, seed: int,
+                exclude: Collection[str] = ()) -> list[EnvRecord]:
+    """``n`` active environments drawn uniformly without replacement (seeded) for the
+    agent's rollouts; fewer when the pool is smaller."""
+    es = [e for e in entries(store, run) if e.env_id not in set(exclude)]
+    picked = random.Random(seed).sample(es, min(n, len(es)))
+    return [e.record for e in picked]
+
+
+# -- similarity ----------------------------------------------------------------------
+
+
+_SKIP = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+         tokenize.ENDMARKER)
+
+
+def _code_tokens(source: str) -> list[str]:
+    # Names and numbers are masked so a copy with renamed variables and retuned
+    # constants still matches; string literals (the task's text) and structure remain.
+    try:
+        toks = []
+        for t in tokenize.generate_tokens(io.StringIO(source).readline):
+            if t.type in _SKIP:
+                continue
+            if t.type == tokenize.NAME and not keyword.iskeyword(t.string):
+                toks.append("ID")
+            elif t.type == tokenize.NUMBER:
+                toks.append("0")
+            else:
+                toks.append(t.string)
+    except (tokenize.TokenError, SyntaxError):
+        # Only lexing, never executing; an unlexable program still gets a crude split.
+        toks = re.findall(r"\w+|[^\w\s]", source)
+    return toks
+
+
+def features(source: str, doc: str = "") -> frozenset:
+    """Shingles of one program: code-token 4-grams and docstring word 3-grams."""
+    toks = _code_tokens(source)
+    feats = {("c",) + tuple(toks[i:i + CODE_NGRAM])
+             for i in range(max(1, len(toks) - CODE_NGRAM + 1))}
+    words = re.findall(r"\w+", inspect.cleandoc(doc or "").lower())
+    feats |= {("d",) + tuple(words[i:i + DOC_NGRAM])
+              for i in range(max(0, len(words) - DOC_NGRAM + 1))}
+    return frozenset(feats)
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def most_similar(rec: EnvRecord, others: list[EnvRecord]) -> tuple[str | None, float]:
+    """The most similar other record and its similarity (None, 0 when there is none)."""
+    f = features(rec.source, rec.doc)
+    best: tuple[str | None, float] = (None, 0.0)
+    for o in others:
+        if o.env_id == rec.env_id:
+            continue
+        s = jaccard(f, features(o.source, o.doc))
+        if s > best[1]:
+            best = (o.env_id, s)
+    return best
+
+
+def diversity(store: Store, run: str) -> float:
+    """Mean pairwise Jaccard distance of the active set's programs (0 with < 2 entries)."""
+    feats = [features(e.record.source, e.record.doc) for e in entries(store, run)]
+    pairs = list(itertools.combinations(feats, 2))
+    if not pairs:
+        return 0.0
+    return sum(1.0 - jaccard(a, b) for a, b in pairs) / len(pairs)
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def add(store: Store, run: str, rec: EnvRecord, generation: int,
+        cfg: MemoryConfig | None = None) -> AddResult:
+    """Add an accepted environment unless it is already in the run's memory (same id,
+    active or evicted) or a near-duplicate of an active entry; then enforce capacity."""
+    cfg = cfg or MemoryConfig()
+    if store.rows("SELECT 1 FROM memory WHERE run = ? AND env_id = ?", [run, rec.env_id]):
+        return AddResult(False, "duplicate: already in the memory", rec.env_id, 1.0)
+    other, sim = most_similar(rec, [e.record for e in entries(store, run)])
+    if other is not None and sim >= cfg.dedup_threshold:
+        return AddResult(False, f"near_duplicate: similarity {sim:.2f} to {other}", other, sim)
+    save_record(store, rec)
+    store.upsert("memory", _new_row(run, rec.env_id, generation))
+    return AddResult(True, None, other, sim, tuple(enforce_capacity(store, run, cfg, keep={rec.env_id})))
+
+
+def _stat(v) -> tuple[int, float, float, float]:
+    if isinstance(v, EnvStats):
+        return v.episodes, v.regret, v.win_rate_no_hint, v.win_rate_hint
+    if isinstance(v, Mapping):  # a row of the `regrets` table
+        return (int(v["episodes"]), float(v["regret"]), float(v["win_rate_no_hint"]),
+                float(v["win_rate_hint"]))
+    # regret.DesignStats, duck-typed to avoid coupling the modules' imports
+    return (int(v.n_episodes), float(v.regret), float(v.win_rate_without_hint),
+            float(v.win_rate_with_hint))
+
+
+def _blend(old: float | None, new: float) -> float:
+    return new if old is None else (1 - STATS_WEIGHT_NEW) * old + STATS_WEIGHT_NEW * new
+
+
+def update_stats(store: Store, run: str, generation: int, stats_by_env: Mapping,
+                 cfg: MemoryConfig | None = None) -> list[str]:
+    """Fold one generation's estimates into the entries (EnvStats, regret.DesignStats or
+    `regrets` rows), then enforce capacity; returns the evicted env_ids.
+
+    Rerunning a generation is safe: an entry already updated at this generation is
+    skipped, so its plays are not counted twice.
+    """
+    cfg = cfg or MemoryConfig()
+    current = {e.env_id: e for e in entries(store, run, active_only=False)}
+    for env_id, v in stats_by_env.items():
+        e = current.get(env_id)
+        if e is None or e.last_generation == generation:
+            continue
+        episodes, reg, wr, wrh = _stat(v)
+        store.upsert("memory", {
+            "run": run, "env_id": env_id, "added_generation": e.added_generation,
+            "last_generation": generation, "plays": e.plays + episodes,
+            "regret": _blend(e.regret, reg),
+            "win_rate_no_hint": _blend(e.win_rate_no_hint, wr),
+            "win_rate_hint": _blend(e.win_rate_hint, wrh), "active": e.active})
+    return enforce_capacity(store, run, cfg)
+
+
+def _keep_priority(e: MemoryEntry, cfg: MemoryConfig) -> tuple:
+    tier = 2 if _in_band(e, cfg) else (1 if not e.played else 0)
+    return (e.record.origin == "seed", tier, e.regret if e.regret is not None else 0.0,
+            e.last_generation if e.last_generation is not None else e.added_generation)
+
+
+def enforce_capacity(store: Store, run: str, cfg: MemoryConfig,
+                     keep: Collection[str] = ()) -> list[str]:
+    """Deactivate the lowest-priority entries beyond ``cfg.capacity``; returns their ids."""
+    es = entries(store, run)
+    excess = len(es) - cfg.capacity
+    if excess <= 0:
+        return []
+    victims = sorted((e for e in es if e.env_id not in keep),
+                     key=lambda e: (_keep_priority(e, cfg), e.env_id))[:excess]
+    for e in victims:
+        store.upsert("memory", {
+            "run": run, "env_id": e.env_id, "added_generation": e.added_generation,
+            "last_generation": e.last_generation, "plays": e.plays, "regret": e.regret,
+            "win_rate_no_hint": e.win_rate_no_hint, "win_rate_hint": e.win_rate_hint,
+            "active": False})
+    return [e.env_id for e in victims]
+
+
+__all__ = ["MemoryEntry", "EnvStats", "AddResult", "PromptExamples", "SeedRejected",
+           "seed_records", "init_memory", "entries", "existing_titles", "positive_examples",
+           "negative_examples", "prompt_examples", "pool_sample", "features", "jaccard",
+           "most_similar", "diversity", "add", "update_stats", "enforce_capacity"]

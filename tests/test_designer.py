@@ -1,0 +1,172 @@
+"""The designer: prompt, parse, validate, record (scripted backend) and one real-model run."""
+
+import json
+
+import pytest
+
+from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfig, ModelConfig
+from spade_tasks.corpus import Document
+from spade_tasks.designer import (NO_CODE, build_prompt, design, extract_program, record_designs,
+                                  run_design, validate_designs)
+from spade_tasks.environments import env_id_of
+from spade_tasks.llm.base import Completion
+from spade_tasks.memory import PromptExamples
+from spade_tasks.store import Store
+from tests.test_hints import LEAKY
+from tests.test_memory import put_seeds
+
+GOOD = LEAKY.replace("    def hint(self):\n        return f\"The sum is {self.a + self.b}.\"\n\n", "")
+BAD_IMPORT = "import os\n\n" + GOOD.replace("AddPairEnv", "OsPairEnv")
+CFG = Config(designer=DesignerConfig(max_new_tokens=64), memory=MemoryConfig(enabled=False))
+
+
+class ScriptedBackend:
+    """Returns canned completions, one per conversation, recording every call."""
+
+    def __init__(self, texts):
+        self.texts = texts
+        self.calls = []
+
+    def generate(self, conversations, params, tools=None):
+        self.calls.append((conversations, params))
+        return [Completion(self.texts[i % len(self.texts)], [1, 2, 3], [4, 5], [-0.1, -0.2],
+                           "stop") for i in range(len(conversations))]
+
+    def close(self):
+        pass
+
+
+def fenced(code, lang="python"):
+    return f"Plan: a sum task.\n```{lang}\n{code}```\nDone."
+
+
+DOCS = [Document(f"news:{i}", "embedded:news", f"Text about harbour number {i}.") for i in range(3)]
+COMPLETIONS = [fenced(GOOD), "I would write a maze game but no code here.", fenced(BAD_IMPORT)]
+
+
+def test_extract_program():
+    assert extract_program("no code") is None
+    assert extract_program("```\nprint(1)\n```") is None  # bare fence without an env class
+    two = fenced("class AEnv:\n    def reset(self): pass\n") + fenced(GOOD)
+    assert extract_program(two) == GOOD
+    broken_last = fenced(GOOD) + fenced("class BEnv:\n    def reset(self:\n")
+    assert extract_program(broken_last) == GOOD
+    cut = "Here:\n```python\n" + GOOD  # truncated at the token limit: no closing fence
+    assert extract_program(cut) == GOOD
+    assert extract_program(fenced(GOOD, lang="")) == GOOD
+
+
+def test_prompt_contents():
+    put = PromptExamples([], [], ["Tower of Hanoi", "Number guessing"])
+    msgs = build_prompt(DOCS[0], put, "games")
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    assert "def oracle" in msgs[0]["content"] and "harbour number 0" in msgs[1]["content"]
+    assert "- Tower of Hanoi" in msgs[1]["content"]
+    assert "any theme" in build_prompt(None, PromptExamples([], [], []), "games")[1]["content"]
+    tool = build_prompt(None, PromptExamples([], [], []), "tool_use")
+    assert "ToolEnv" in tool[0]["content"] and "def solution" in tool[0]["content"]
+
+
+def test_prompt_shows_memory_examples(tmp_path):
+    from spade_tasks import memory
+
+    with Store(tmp_path / "s.duckdb") as store:
+        put_seeds(store, ["number_guess", "water_jugs", "code_breaker"])
+        ids = [e.env_id for e in memory.entries(store, "r")]
+        memory.update_stats(store, "r", 1, {ids[0]: memory.EnvStats(4, 0.1, 1.0, 1.0)})
+        ex = memory.prompt_examples(store, "r", 1, MemoryConfig(), seed=0)
+    user = build_prompt(DOCS[0], ex, "games")[1]["content"]
+    assert "```python\n" in user and "not yet played" in user
+    assert "too easy: no-hint win rate 1.00" in user
+
+
+def test_design_is_one_batched_call_and_parses():
+    backend = ScriptedBackend(COMPLETIONS)
+    designs = design(backend, DOCS, PromptExamples([], [], []), CFG, seed=11)
+    assert len(backend.calls) == 1 and len(backend.calls[0][0]) == 3
+    params = backend.calls[0][1]
+    assert params.max_new_tokens == 64 and params.seed == 11
+    assert [d.doc_id for d in designs] == ["news:0", "news:1", "news:2"]
+    assert designs[0].source == GOOD and designs[1].source is None
+    assert designs[1].reasons == [NO_CODE] and not designs[1].accepted
+
+
+def _pipeline(store, sandbox, root, gen=0):
+    designs = design(ScriptedBackend(COMPLETIONS), DOCS, PromptExamples([], [], []), CFG, seed=0)
+    designs = validate_designs(designs, sandbox, CFG.validation, "r", gen)
+    return record_designs(store, "r", gen, designs, root)
+
+
+def test_validate_and_record(tmp_path, sandbox):
+    root = tmp_path / "envs"
+    with Store(tmp_path / "s.duckdb") as store:
+        designs = _pipeline(store, sandbox, root)
+        good, none, bad = designs
+        assert good.accepted and good.env_id == env_id_of(GOOD)
+        assert not bad.accepted and bad.reasons[0].startswith("imports: not allowed: os")
+        path = root / "runs" / "r" / f"{good.env_id}.py"
+        assert path.read_text() == GOOD
+        env = store.rows("SELECT * FROM environments")[0]
+        assert (env["origin"], env["run"], env["generation"], env["doc_id"], env["path"]) == (
+            "designed", "r", 0, "news:0", str(path))
+        rows = store.rows("SELECT * FROM designs ORDER BY design_idx")
+        assert [r["accepted"] for r in rows] == [True, False, False]
+        assert rows[1]["reasons"] == [NO_CODE] and rows[1]["env_id"] is None
+        assert rows[0]["token_ids"] == [4, 5] and rows[0]["prompt_token_ids"] == [1, 2, 3]
+        assert rows[0]["logprobs"] == [-0.1, -0.2] and rows[0]["reward"] is None
+        assert json.loads(rows[0]["prompt"])[1]["role"] == "user"
+        assert rows[2]["completion"] == COMPLETIONS[2]
+        vals = store.rows("SELECT * FROM validations ORDER BY design_idx")
+        assert [v["accepted"] for v in vals] == [True, False, False]
+        assert vals[0]["tier"] == sandbox.tier and vals[1]["tier"] is None
+
+        _pipeline(store, sandbox, root)  # a retried flow run
+        for table in ("designs", "validations"):
+            assert store.count(table, run="r", generation=0) == 3
+        assert store.count("environments") == 1
+        assert len(list((root / "runs" / "r").iterdir())) == 1
+
+
+def test_run_design_without_corpus(tmp_path, sandbox, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # accepted programs go under ./environments_store
+    cfg = CFG.model_copy(update={"corpus": CorpusConfig(source="none")})
+    summary = run_design(cfg, 2, tmp_path / "s.duckdb", backend=ScriptedBackend(COMPLETIONS[:2]),
+                         sandbox=sandbox)
+    assert (summary.generation, summary.designs, summary.accepted) == (0, 2, 1)
+    assert summary.reasons == {"parse": 1}
+    with Store(tmp_path / "s.duckdb") as store:
+        assert [r["doc_id"] for r in store.rows("SELECT doc_id FROM designs")] == [None, None]
+        assert store.count("documents") == 0
+
+
+def test_run_design_next_generation_samples_new_documents(tmp_path, sandbox, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = CFG.model_copy(update={"corpus": CorpusConfig(source="embedded:news", max_words=30)})
+    backend = ScriptedBackend(COMPLETIONS[1:2])
+    a = run_design(cfg, 2, tmp_path / "s.duckdb", backend=backend, sandbox=sandbox)
+    b = run_design(cfg, 2, tmp_path / "s.duckdb", backend=backend, sandbox=sandbox)
+    assert (a.generation, b.generation, a.accepted, b.accepted) == (0, 1, 0, 0)
+    with Store(tmp_path / "s.duckdb") as store:
+        ids = [r["doc_id"] for r in store.rows("SELECT doc_id FROM designs")]
+        assert len(set(ids)) == 4 and all(i.startswith("news:") for i in ids)
+    prompt = backend.calls[0][0][0][1]["content"]
+    assert "<text>" in prompt
+
+
+@pytest.mark.slow
+def test_real_model_designs_are_recorded(tmp_path, monkeypatch):
+    """The embedded model writes 2 designs end to end; rows exist accepted or not."""
+    monkeypatch.chdir(tmp_path)
+    cfg = Config(model=ModelConfig(max_new_tokens=64, dtype="bfloat16"),
+                 designer=DesignerConfig(max_new_tokens=64),
+                 corpus=CorpusConfig(source="embedded:news", max_words=60),
+                 memory=MemoryConfig(enabled=False))
+    summary = run_design(cfg, 2, tmp_path / "s.duckdb")
+    assert summary.designs == 2
+    with Store(tmp_path / "s.duckdb") as store:
+        rows = store.rows("SELECT * FROM designs ORDER BY design_idx")
+        assert len(rows) == 2 and store.count("validations") == 2
+        for r in rows:
+            assert r["token_ids"] and len(r["token_ids"]) == len(r["logprobs"]) <= 64
+            assert r["prompt_token_ids"] and r["doc_id"].startswith("news:")
+            assert r["accepted"] or r["reasons"]
