@@ -268,3 +268,18 @@ def sample_documents(store: Store, run: str, generation: int, n: int, seed: int,
 
 __all__ = ["Document", "CorpusError", "load_corpus", "sample_documents", "truncate_words",
            "clean_wikitext"]
+
+
+def sample_stage(rt, generation: int) -> list[str]:
+    """The flow's first stage: this generation's grounding documents (their ids)."""
+    n = rt.cfg.designer.designs_per_generation
+    docs = sample_documents(rt.store, rt.run, generation, n, rt.seed(generation),
+                            rt.cfg.corpus)
+    return [d.doc_id for d in docs]
+
+
+def documents_of(store: Store, run: str, generation: int) -> list[Document]:
+    """The documents sampled for a generation, in sampling order."""
+    rows = store.rows("SELECT doc_id, source, text FROM documents WHERE run = ? AND"
+                      " generation = ? ORDER BY doc_idx", [run, generation])
+    return [Document(r["doc_id"], r["source"], r["text"]) for r in rows]

@@ -261,7 +261,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
                sandbox=None) -> DesignSummary:
     """Sample documents, design, validate and record ``n`` environments for one generation
     of ``cfg.run.name`` (default: the next generation; ``n`` defaults to the config's
-    ``designs_per_generation``; the store to ``<run.root>/<run.name>.duckdb``)."""
+    ``designs_per_generation``; the store to ``<run.root>/<run.name>/spade.duckdb``)."""
     from spade_tasks.llm.base import make_backend
     from spade_tasks.memory import init_memory, prompt_examples
     from spade_tasks.sandbox import Sandbox
@@ -269,7 +269,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
     t0 = time.perf_counter()
     n = n or cfg.designer.designs_per_generation
     run = cfg.run.name
-    store = Store(store_path or cfg.run.root / f"{run}.duckdb")
+    store = Store(store_path or cfg.run.root / run / "spade.duckdb")
     owns_backend = backend is None
     try:
         sandbox = sandbox or Sandbox(cfg.sandbox)
@@ -293,3 +293,58 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
 
 __all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_program", "design",
            "validate_designs", "record_designs", "run_design", "next_generation", "summarize"]
+
+
+# -- the flow's stages -----------------------------------------------------------------
+
+
+def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
+    """Write this generation's designs (one per document) and record them unvalidated."""
+    from spade_tasks import progress
+    from spade_tasks.corpus import documents_of
+    from spade_tasks.memory import PromptExamples, init_memory, prompt_examples
+
+    cfg = rt.cfg
+    init_memory(rt.store, rt.run, rt.sandbox, cfg.validation)
+    seed = rt.seed(generation)
+    if cfg.memory.enabled:
+        examples = prompt_examples(rt.store, rt.run, cfg.designer.memory_examples, cfg.memory,
+                                   seed)
+    else:  # the no-memory ablation: no examples, no titles to avoid
+        examples = PromptExamples([], [], [])
+    docs = documents_of(rt.store, rt.run, generation)
+    docs = docs or [None] * cfg.designer.designs_per_generation  # the no-corpus ablation
+    with progress.stage("design environments", total=len(docs)) as bar:
+        designs = design(rt.backend(), docs, examples, cfg, seed)
+        bar.advance(len(designs), sum(len(d.completion.token_ids) for d in designs))
+    record_designs(rt.store, rt.run, generation, designs)
+    return [d.design_idx for d in designs]
+
+
+def load_designs(store: Store, run: str, generation: int) -> list[Design]:
+    """This generation's designs as recorded (completions with their token ids)."""
+    rows = store.rows("SELECT * FROM designs WHERE run = ? AND generation = ?"
+                      " ORDER BY design_idx", [run, generation])
+    out = []
+    for r in rows:
+        comp = Completion(r["completion"], list(r["prompt_token_ids"]), list(r["token_ids"]),
+                          list(r["logprobs"]), "recorded")
+        d = Design(r["design_idx"], r["doc_id"], r["setting"], json.loads(r["prompt"]), comp,
+                   extract_program(r["completion"]))
+        if d.source is None:
+            d.reasons = [NO_CODE]
+        out.append(d)
+    return out
+
+
+def validate_stage(rt, generation: int, design_ids: list[int]) -> list[str]:
+    """Validate the recorded designs in the sandbox; returns the accepted env ids."""
+    from spade_tasks import progress
+
+    designs = [d for d in load_designs(rt.store, rt.run, generation)
+               if d.design_idx in set(design_ids)]
+    with progress.stage("validate environments", total=len(designs)) as bar:
+        designs = validate_designs(designs, rt.sandbox, rt.cfg.validation, rt.run, generation)
+        bar.advance(len(designs))
+    designs = record_designs(rt.store, rt.run, generation, designs)
+    return [d.env_id for d in designs if d.accepted]

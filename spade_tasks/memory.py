@@ -390,3 +390,26 @@ __all__ = ["MemoryEntry", "EnvStats", "AddResult", "PromptExamples", "SeedReject
            "seed_records", "init_memory", "entries", "existing_titles", "positive_examples",
            "negative_examples", "prompt_examples", "pool_sample", "features", "jaccard",
            "most_similar", "diversity", "add", "update_stats", "enforce_capacity"]
+
+
+# -- the flow's stage ------------------------------------------------------------------
+
+
+def update_stage(rt, generation: int) -> dict:
+    """Add this generation's accepted environments (near-duplicates refused) and fold
+    the generation's regret estimates into every played environment's statistics."""
+    store, run, cfg = rt.store, rt.run, rt.cfg.memory
+    added = refused = 0
+    for r in store.rows("SELECT DISTINCT env_id FROM designs WHERE run = ? AND generation = ?"
+                        " AND accepted ORDER BY env_id", [run, generation]):
+        rec = load_record(store, r["env_id"])
+        if rec is None:
+            continue
+        res = add(store, run, rec, generation, cfg)
+        added += res.added
+        refused += not res.added
+    regrets = store.rows("SELECT * FROM regrets WHERE run = ? AND generation = ?",
+                         [run, generation])
+    evicted = update_stats(store, run, generation, {r["env_id"]: r for r in regrets}, cfg)
+    return {"memory_added": added, "memory_refused": refused, "memory_evicted": len(evicted),
+            "memory_size": len(entries(store, run)), "memory_diversity": diversity(store, run)}

@@ -237,3 +237,61 @@ def role_advantages(
             f"lengths differ: {len(rewards)} rewards, {len(roles)} roles, {len(groups)} groups"
         )
     return grouped_advantages(rewards, list(zip(roles, groups)), eps)
+
+
+# ---------------------------------------------------------------- the flow's stage
+
+
+def score_stage(rt, generation: int) -> dict:
+    """Regret of every environment played this generation, and each design's reward.
+
+    Writes ``regrets`` rows and fills ``designs.reward`` (rejected designs get the
+    configured negative reward) in one transaction each, so a rerun replaces them."""
+    cfg, store, run = rt.cfg, rt.store, rt.run
+    eps = store.rows('SELECT env_id, with_hint, "return" AS ret FROM episodes'
+                     " WHERE run = ? AND generation = ? ORDER BY episode_id", [run, generation])
+    by_env: dict[str, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
+    for e in eps:
+        by_env[e["env_id"]][bool(e["with_hint"])].append(e["ret"])
+    prev = store.rows("SELECT avg(win_rate_no_hint) AS w FROM regrets WHERE run = ? AND"
+                      " generation = ?", [run, generation - 1])[0]["w"]
+    last = rt.stage_result(generation - 1, "score_regret") or {}
+    baseline = last.get("baseline_win_rate")
+    if prev is not None:
+        baseline = update_baseline(baseline, prev)
+    stats = {env: design_stats(arms[True], arms[False], baseline)
+             for env, arms in by_env.items() if arms[True] and arms[False]}
+    if baseline is None and stats:
+        baseline = update_baseline(None, sum(s.win_rate_without_hint for s in stats.values())
+                                   / len(stats))
+        stats = {env: design_stats(by_env[env][True], by_env[env][False], baseline)
+                 for env in stats}
+    name, rejected = cfg.designer.reward, cfg.designer.rejected_reward
+    rows = [{"run": run, "generation": generation, "env_id": env, "episodes": s.n_episodes,
+             "mean_return_hint": s.mean_return_with_hint,
+             "mean_return_no_hint": s.mean_return_without_hint,
+             "win_rate_hint": s.win_rate_with_hint, "win_rate_no_hint": s.win_rate_without_hint,
+             "regret": s.regret, "designer_reward": designer_reward(s, name, rejected)}
+            for env, s in sorted(stats.items())]
+    store.replace_rows("regrets", {"run": run, "generation": generation}, rows)
+    designs = store.rows("SELECT design_idx, env_id, accepted FROM designs WHERE run = ? AND"
+                         " generation = ? ORDER BY design_idx", [run, generation])
+    rewards = []
+    cur = store.cursor()
+    cur.execute("BEGIN TRANSACTION")
+    for d in designs:
+        s = stats.get(d["env_id"]) if d["accepted"] else None
+        r = designer_reward(s, name, rejected)
+        rewards.append(r)
+        cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"
+                    " design_idx = ?", [r, run, generation, d["design_idx"]])
+    cur.execute("COMMIT")
+    n = len(stats)
+    return {
+        "environments_played": n,
+        "regret_mean": sum(s.regret for s in stats.values()) / n if n else 0.0,
+        "win_rate_no_hint": sum(s.win_rate_without_hint for s in stats.values()) / n if n else 0.0,
+        "win_rate_hint": sum(s.win_rate_with_hint for s in stats.values()) / n if n else 0.0,
+        "designer_reward_mean": sum(rewards) / len(rewards) if rewards else 0.0,
+        "baseline_win_rate": baseline,
+    }

@@ -61,6 +61,10 @@ class Runtime:
             self._tracker = Tracker(self.cfg, self.store)
         return self._tracker
 
+    def seed(self, generation: int, salt: int = 0) -> int:
+        """The seed of one generation's random draws: fixed per rerun, new per generation."""
+        return self.cfg.run.seed * 1_000_003 + generation * 101 + salt
+
     # -- generations -----------------------------------------------------------------
     def current_generation(self) -> int:
         """The unfinished generation, or the one after the last finished."""

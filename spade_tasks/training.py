@@ -380,3 +380,69 @@ class TrainEngine:
         path, _ = self.engine.load_checkpoint(str(ds_dir))
         if path is None:
             raise TrainingError(f"{ds_dir}: DeepSpeed could not load the checkpoint")
+
+
+# ---------------------------------------------------------------- the flow's stage
+
+
+def generation_samples(rt, generation: int) -> list[TrainSample]:
+    """Both roles' samples of one generation, read from DuckDB exactly as generated.
+
+    Designer: each design completion, rewarded by the regret stage, advantages relative
+    to the generation's designs. Agent: every turn of every no-hint episode, with its
+    episode's return, advantages relative to the episodes of the same environment.
+    Samples whose advantage is zero carry no gradient and are left out."""
+    from spade_tasks.regret import group_advantages, grouped_advantages
+
+    store, run = rt.store, rt.run
+    samples: list[TrainSample] = []
+    if rt.cfg.designer.training:
+        designs = store.rows("SELECT prompt_token_ids, token_ids, logprobs, reward FROM designs"
+                             " WHERE run = ? AND generation = ? AND reward IS NOT NULL"
+                             " ORDER BY design_idx", [run, generation])
+        advs = group_advantages([d["reward"] for d in designs])
+        samples += [TrainSample("designer", list(d["prompt_token_ids"]), list(d["token_ids"]),
+                                list(d["logprobs"]), a)
+                    for d, a in zip(designs, advs) if a != 0.0 and d["token_ids"]]
+    eps = store.rows('SELECT episode_id, env_id, "return" AS ret FROM episodes WHERE run = ?'
+                     " AND generation = ? AND NOT with_hint ORDER BY episode_id", [run, generation])
+    advs = grouped_advantages([e["ret"] for e in eps], [e["env_id"] for e in eps])
+    adv_of = {e["episode_id"]: a for e, a in zip(eps, advs) if a != 0.0}
+    if adv_of:
+        turns = store.rows("SELECT episode_id, prompt_token_ids, token_ids, logprobs FROM turns"
+                           " WHERE run = ? AND generation = ? ORDER BY episode_id, turn",
+                           [run, generation])
+        samples += [TrainSample("agent", list(t["prompt_token_ids"]), list(t["token_ids"]),
+                                list(t["logprobs"]), adv_of[t["episode_id"]])
+                    for t in turns if t["episode_id"] in adv_of and t["token_ids"]]
+    return samples
+
+
+def train_stage(rt, generation: int) -> dict:
+    """One DeepSpeed step on the generation's samples, then an atomic checkpoint."""
+    from spade_tasks import progress
+
+    trained_from = rt.latest_checkpoint() or rt.cfg.model.name
+    samples = generation_samples(rt, generation)
+    result: dict = {"trained_from": trained_from, "train_samples": len(samples),
+                    "train_samples_designer": sum(s.role == "designer" for s in samples),
+                    "train_samples_agent": sum(s.role == "agent" for s in samples)}
+    engine = rt.trainer()
+    with progress.stage("train step", total=1) as bar:
+        if samples:
+            m = engine.step(samples)
+            result.update(loss=m.loss, approx_kl=m.approx_kl, clip_fraction=m.clip_fraction,
+                          grad_norm=m.grad_norm, mean_ratio=m.mean_ratio,
+                          train_tokens=m.tokens, train_tokens_per_s=m.tokens_per_s,
+                          train_step_s=m.step_time_s, kl_ref=m.kl_ref)
+            bar.advance(1, m.tokens_processed)
+        else:
+            # Every advantage is zero (e.g. all designs rejected and every episode of an
+            # environment returned the same): there is no gradient to take.
+            result["skipped"] = "no sample with a non-zero advantage"
+    result["checkpoint"] = rt.save_checkpoint(generation)
+    rt.store.replace_rows("train_steps", {"run": rt.run, "generation": generation}, [{
+        "run": rt.run, "generation": generation, "step": 0,
+        "metrics": {k: v for k, v in result.items() if k != "checkpoint"},
+        "checkpoint": result["checkpoint"]}])
+    return result

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,11 +68,49 @@ def load_model(ref: ModelRef, dtype: str = "float32"):
 
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            ref.path, torch_dtype=getattr(torch, dtype), **ref.kwargs()
+            ref.path, dtype=getattr(torch, dtype), **ref.kwargs()
         )
     except (OSError, ValueError) as e:
         raise ModelLoadError(f"model {ref.path}: cannot load weights ({e})") from None
-    # A GGUF-loaded model refuses save_pretrained until its quantizer is dropped; the
-    # weights are already dequantised, so nothing is lost.
+    # A GGUF-loaded model refuses save_pretrained until its quantizer is dropped, and its
+    # config would tell later loaders (vLLM) the saved weights are GGUF-quantised. The
+    # weights are already dequantised, so both go and the saved checkpoint is plain.
     model.hf_quantizer = None
+    if ref.gguf_file and hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     return model
+
+
+def hf_checkpoint_dir(ref: ModelRef, cache_root: str | Path | None = None) -> str:
+    """A Hugging Face-format folder for ``ref``; a GGUF file is converted once (fp32).
+
+    Engines that cannot read this GGUF quantisation (vLLM) load the converted folder.
+    The cache lives under ``$SPADE_CACHE_DIR`` (default ``~/.cache/spade``), keyed by
+    the GGUF file's name, size and mtime.
+    """
+    if ref.gguf_file is None:
+        return ref.path
+    src = Path(ref.path) / ref.gguf_file
+    st = src.stat()
+    root = Path(cache_root or os.environ.get("SPADE_CACHE_DIR") or Path.home() / ".cache" / "spade")
+    dest = root / "hf" / f"{src.stem}-{st.st_size}-{int(st.st_mtime)}"
+    if (dest / "config.json").is_file():
+        return str(dest)
+    # Write beside the destination and rename, so a crash never leaves a half folder
+    # that a later call would take for a finished one.
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=_mkdir(dest.parent)))
+    load_model(ref, "float32").save_pretrained(tmp)
+    load_tokenizer(ref).save_pretrained(tmp)
+    try:
+        tmp.rename(dest)
+    except OSError:
+        shutil.rmtree(tmp)
+        if not (dest / "config.json").is_file():
+            raise
+        # else another process finished first; its copy is as good as ours
+    return str(dest)
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p

@@ -1,0 +1,1 @@
+"""Model backends: one generation interface for every role."""

@@ -1,0 +1,212 @@
+"""One generation interface for every role, a registry of backends, and shared helpers.
+
+Every model call in SPADE goes through :class:`Backend.generate`. What it returns is
+what the RL trainer consumes, so the contract is exact:
+
+- ``Completion.prompt_token_ids`` are the ids the model was conditioned on (the chat
+  template rendered with ``add_generation_prompt=True``, tokenised once);
+- ``Completion.token_ids`` are the sampled ids exactly as generated, never re-tokenised
+  from text; a generated EOS token is kept as the last id (the policy chose to stop,
+  and training must see that choice), padding never appears;
+- ``Completion.logprobs[i]`` is ``log_softmax(logits)[token_ids[i]]`` of the *unmodified*
+  model (temperature 1, no top-p), so a teacher-forced forward pass over
+  ``prompt_token_ids + token_ids`` reproduces it; sampling temperature and top-p change
+  which token is drawn, never the reported log-prob;
+- ``Completion.text`` is ``token_ids`` decoded with special tokens skipped, cut before a
+  matched stop string (the ids keep the token that completed the stop string).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from spade_tasks.errors import UserError
+
+if TYPE_CHECKING:
+    from spade_tasks.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one ``generate`` call."""
+
+    max_new_tokens: int = 256
+    """Cap on generated tokens per completion (also capped by the model's context)."""
+    temperature: float = 1.0
+    """0 means greedy (argmax)."""
+    top_p: float = 1.0
+    """Nucleus mass; 1.0 samples from the whole distribution."""
+    seed: int = 0
+    """Completion ``i`` of a call draws from a stream derived from ``(seed, i)``."""
+    stop: list[str] | None = None
+    """Strings that end a completion (finish_reason ``"stop"``)."""
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig, **overrides) -> SamplingParams:
+        """Defaults from the run's model config; keyword overrides win."""
+        base = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+        return cls(**{**base, **overrides})
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated answer; see the module docstring for the exact meaning of each field."""
+
+    text: str
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    """Raw-model log-prob (log_softmax of unmodified logits) of each id in token_ids."""
+    finish_reason: str
+    """``"stop"`` (EOS or a stop string) or ``"length"`` (max_new_tokens or context end)."""
+
+
+class Backend(ABC):
+    """An inference engine holding one model; every role generates through it."""
+
+    name: str = ""
+
+    @property
+    @abstractmethod
+    def tokenizer(self):
+        """The Hugging Face tokenizer whose chat template renders the prompts."""
+
+    @abstractmethod
+    def generate(
+        self,
+        conversations: list[list[dict]],
+        params: SamplingParams,
+        tools: list[dict] | None = None,
+    ) -> list[Completion]:
+        """One completion per conversation, in order (chat messages, rendered with the
+        tokenizer's chat template and ``add_generation_prompt=True``; ``tools`` are passed
+        to the template)."""
+
+    @abstractmethod
+    def load_weights(self, checkpoint_dir: str | Path) -> None:
+        """Replace the weights with a Hugging Face-format checkpoint (same tokenizer)."""
+
+    def close(self) -> None:
+        """Free the engine; the backend is unusable afterwards."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class UnknownBackend(UserError):
+    """A backend name that is not registered."""
+
+
+_BACKENDS: dict[str, Callable[[ModelConfig], Backend]] = {}
+
+
+def _transformers(cfg: ModelConfig) -> Backend:
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    return TransformersBackend(cfg)
+
+
+def _vllm(cfg: ModelConfig) -> Backend:
+    from spade_tasks.llm.vllm_backend import VLLMBackend
+
+    return VLLMBackend(cfg)
+
+
+def register_backend(name: str, factory: Callable[[ModelConfig], Backend]) -> None:
+    """Register ``factory(model_config) -> Backend`` under ``name``."""
+    if name in _BACKENDS:
+        raise ValueError(f"backend {name!r} is already registered")
+    _BACKENDS[name] = factory
+
+
+def get_backend(name: str) -> Callable[[ModelConfig], Backend]:
+    """The factory registered under ``name``."""
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise UnknownBackend(f"unknown model backend {name!r} (known: {sorted(_BACKENDS)})") from None
+
+
+def make_backend(cfg: ModelConfig) -> Backend:
+    """Build the backend a run's model config selects."""
+    return get_backend(cfg.backend)(cfg)
+
+
+# The built-in engines import their heavy dependencies only when selected.
+register_backend("transformers", _transformers)
+register_backend("vllm", _vllm)
+
+
+# --- helpers shared by the backends -------------------------------------------------
+
+
+def render_prompts(tokenizer, conversations: list[list[dict]], tools: list[dict] | None) -> list[list[int]]:
+    """Token ids of each conversation's chat-template rendering, ready for generation.
+
+    The template already writes any BOS it wants, so the text is tokenised without
+    adding special tokens a second time.
+    """
+    out = []
+    for conv in conversations:
+        text = tokenizer.apply_chat_template(
+            conv, tools=tools, add_generation_prompt=True, tokenize=False
+        )
+        out.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return out
+
+
+def request_seed(seed: int, index: int) -> int:
+    """A 63-bit seed for completion ``index`` of a call seeded with ``seed``.
+
+    Keyed by position, so identical conversations in one call (a GRPO group) still get
+    different samples, and the result does not depend on how requests are batched.
+    """
+    return int(np.random.SeedSequence([seed & (2**63 - 1), index]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def eos_token_ids(tokenizer, generation_config=None) -> set[int]:
+    """Every id that ends a completion: the tokenizer's EOS plus the model's generation EOS."""
+    ids = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    extra = getattr(generation_config, "eos_token_id", None)
+    if isinstance(extra, int):
+        ids.add(extra)
+    elif extra:
+        ids.update(int(i) for i in extra)
+    return ids
+
+
+def find_stop(text: str, stop: list[str] | None) -> int:
+    """Index of the earliest stop string in ``text``, or -1."""
+    hits = [i for i in (text.find(s) for s in stop or ()) if i >= 0]
+    return min(hits) if hits else -1
+
+
+def cut_at_stop(tokenizer, token_ids: list[int], stop: list[str]) -> tuple[int, str] | None:
+    """Where the first stop string ends the completion: ``(n_ids_to_keep, text_before_stop)``.
+
+    ``n_ids_to_keep`` is the shortest prefix of ids whose decoding contains a stop string,
+    so the ids keep the token that completed it; None when no stop string occurs.
+    """
+    full = tokenizer.decode(token_ids, skip_special_tokens=True)
+    if find_stop(full, stop) < 0:
+        return None
+    lo, hi = 1, len(token_ids)
+    # Containment is monotone in the prefix length, so bisect for the shortest prefix.
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if find_stop(tokenizer.decode(token_ids[:mid], skip_special_tokens=True), stop) >= 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    text = tokenizer.decode(token_ids[:lo], skip_special_tokens=True)
+    return lo, text[: find_stop(text, stop)]

@@ -1,0 +1,196 @@
+"""Batched CPU generation with Hugging Face ``transformers`` (the default backend).
+
+A hand-written decode loop rather than ``model.generate`` because the RL trainer needs
+three things ``generate`` does not give cheaply:
+
+- the raw-model log-prob of each sampled token, without keeping ``steps x batch x
+  vocab`` logits around (``output_logits`` holds ~800 MB at 256 steps x 16 x 49k);
+- one random stream per request (``request_seed(seed, i)``), so a completion does not
+  depend on which other requests shared its batch, on ``max_batch``, or on order;
+- finished rows leave the batch (their KV-cache rows are dropped), so a batch decodes
+  only as long as its slowest row needs, at the cost of the rows still running.
+
+Batch independence holds for the random draws exactly; the logits themselves can differ
+in the last float bits between batch shapes (different matmul blocking), which can flip
+a sampled token in rare near-ties. Greedy fp32 results matched single-request runs in
+the tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from spade_tasks.errors import ModelLoadError
+from spade_tasks.llm.base import (
+    Backend,
+    Completion,
+    SamplingParams,
+    cut_at_stop,
+    eos_token_ids,
+    find_stop,
+    render_prompts,
+    request_seed,
+)
+from spade_tasks.llm.loading import ModelRef, load_model, load_tokenizer, resolve_model
+
+
+class TransformersBackend(Backend):
+    """Left-padded batches with a KV cache; ``model``/``tokenizer`` may be passed in (tests)."""
+
+    name = "transformers"
+
+    def __init__(self, cfg, model=None, tokenizer=None):
+        self.cfg = cfg
+        if model is None or tokenizer is None:
+            ref = resolve_model(cfg.name)
+            tokenizer = tokenizer or load_tokenizer(ref)
+            model = model or load_model(ref, cfg.dtype)
+        self._tok = tokenizer
+        self._set_model(model)
+
+    def _set_model(self, model) -> None:
+        self._model = model.eval()
+        self._eos = eos_token_ids(self._tok, getattr(model, "generation_config", None))
+        self._max_ctx = getattr(model.config, "max_position_embeddings", None)
+
+    @property
+    def tokenizer(self):
+        return self._tok
+
+    @property
+    def model(self):
+        """The underlying ``PreTrainedModel`` (for teacher-forced scoring and training)."""
+        return self._model
+
+    def load_weights(self, checkpoint_dir: str | Path) -> None:
+        p = Path(checkpoint_dir)
+        if not (p / "config.json").is_file():
+            raise ModelLoadError(f"checkpoint {p}: no config.json (not a Hugging Face checkpoint)")
+        self._set_model(load_model(ModelRef(str(p)), self.cfg.dtype))
+
+    def close(self) -> None:
+        self._model = None
+
+    def generate(
+        self,
+        conversations: list[list[dict]],
+        params: SamplingParams,
+        tools: list[dict] | None = None,
+    ) -> list[Completion]:
+        prompts = render_prompts(self._tok, conversations, tools)
+        return self.generate_from_ids(prompts, params)
+
+    def generate_from_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
+        """``generate`` on already tokenised prompts (benchmarks, tests)."""
+        if self._model is None:
+            raise RuntimeError("backend is closed")
+        # Similar lengths share a batch, so less compute goes to padding.
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        results: list[Completion | None] = [None] * len(prompts)
+        step = self.cfg.max_batch
+        for start in range(0, len(order), step):
+            idx = order[start : start + step]
+            seeds = [request_seed(params.seed, i) for i in idx]
+            for i, c in zip(idx, self._generate_batch([prompts[i] for i in idx], seeds, params)):
+                results[i] = c
+        return results  # type: ignore[return-value]
+
+    @torch.inference_mode()
+    def _generate_batch(self, prompts, seeds, params: SamplingParams) -> list[Completion]:
+        model, B = self._model, len(prompts)
+        L = max(len(p) for p in prompts)
+        n_new = params.max_new_tokens
+        if self._max_ctx:
+            n_new = min(n_new, self._max_ctx - L)
+        tokens: list[list[int]] = [[] for _ in range(B)]
+        lps: list[list[float]] = [[] for _ in range(B)]
+        finish = ["length"] * B
+        if n_new <= 0:  # the prompt fills the context: nothing can be generated
+            return [self._finish(p, [], [], "length", params) for p in prompts]
+
+        ids = torch.full((B, L), self._tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((B, L), dtype=torch.long)
+        for r, p in enumerate(prompts):
+            ids[r, L - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[r, L - len(p) :] = 1
+        # Positions count real tokens only, so a left-padded row sees the same positions
+        # as the same prompt alone.
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        next_pos = pos[:, -1:] + 1
+
+        gens = [torch.Generator().manual_seed(s) for s in seeds]
+        alive = list(range(B))  # batch row -> request index, in cache order
+        stop = params.stop or []
+        tail = max((len(s) for s in stop), default=0) + 4  # tokens whose text can hold a stop string
+        for step in range(n_new):
+            logp = torch.log_softmax(logits, dim=-1)
+            chosen = _sample(logits, params, [gens[r] for r in alive])
+            chosen_lp = logp.gather(1, chosen[:, None])[:, 0].tolist()
+            keep = []
+            for j, (r, t) in enumerate(zip(alive, chosen.tolist())):
+                tokens[r].append(t)
+                lps[r].append(chosen_lp[j])
+                if t in self._eos:
+                    finish[r] = "stop"
+                elif stop and find_stop(self._tok.decode(tokens[r][-tail:], skip_special_tokens=True), stop) >= 0:
+                    finish[r] = "stop"
+                else:
+                    keep.append(j)
+            if not keep or step == n_new - 1:
+                break
+            if len(keep) < len(alive):
+                sel = torch.tensor(keep, dtype=torch.long)
+                cache.batch_select_indices(sel)
+                mask, chosen, next_pos = mask[sel], chosen[sel], next_pos[sel]
+                alive = [alive[j] for j in keep]
+            mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
+            out = model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=next_pos,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        return [self._finish(prompts[r], tokens[r], lps[r], finish[r], params) for r in range(B)]
+
+    def _finish(self, prompt, ids, lps, finish, params) -> Completion:
+        # The EOS id stays in token_ids (training must see the stop decision) but not in text.
+        text_ids = ids[:-1] if ids and ids[-1] in self._eos else ids
+        text = self._tok.decode(text_ids, skip_special_tokens=True)
+        if params.stop:
+            cut = cut_at_stop(self._tok, text_ids, params.stop)
+            if cut is not None:
+                n, text = cut
+                ids, lps, finish = ids[:n], lps[:n], "stop"
+        return Completion(text, list(prompt), list(ids), list(lps), finish)
+
+
+def _sample(logits: torch.Tensor, params: SamplingParams, gens: list[torch.Generator]) -> torch.Tensor:
+    """One token per row: argmax at temperature 0, else temperature + top-p sampling
+    with each row's own generator."""
+    if params.temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / params.temperature, dim=-1)
+    if params.top_p < 1.0:
+        sp, si = probs.sort(dim=-1, descending=True)
+        # Drop a token once the mass before it already reaches top_p (the top one stays).
+        sp = sp.masked_fill(sp.cumsum(-1) - sp >= params.top_p, 0.0)
+        probs = torch.zeros_like(probs).scatter_(1, si, sp)
+    return torch.cat([torch.multinomial(probs[j], 1, generator=g) for j, g in enumerate(gens)])
+
+
+@torch.inference_mode()
+def teacher_forced_logprobs(model, prompt_ids: list[int], token_ids: list[int]) -> list[float]:
+    """Raw-model log-prob of each of ``token_ids`` given ``prompt_ids`` and the ids before
+    it: what ``Completion.logprobs`` reports, recomputed in one forward pass."""
+    ids = torch.tensor([list(prompt_ids) + list(token_ids)], dtype=torch.long)
+    logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float()
+    logp = torch.log_softmax(logits, dim=-1)
+    return logp.gather(1, torch.tensor(token_ids)[:, None])[:, 0].tolist()
+

@@ -1,0 +1,186 @@
+"""Model backends: the interface contract, the registry, and the real embedded model.
+
+The slow tests load SmolLM2-135M once per module (fp32, so teacher-forced log-probs
+match the decode loop's to ~1e-5) and generate only a few tokens each.
+"""
+
+import copy
+import json
+import importlib.util
+
+import pytest
+import torch
+
+from spade_tasks.config import ModelConfig
+from spade_tasks.errors import BackendUnavailable, ModelLoadError, SpadeError
+from spade_tasks.llm.base import (
+    Backend,
+    SamplingParams,
+    UnknownBackend,
+    cut_at_stop,
+    get_backend,
+    make_backend,
+    register_backend,
+    request_seed,
+)
+from spade_tasks.llm.scripted import ScriptedBackend
+
+CONVS = [
+    [{"role": "user", "content": "What is 2+2?"}],
+    [
+        {"role": "system", "content": "You are a poet. Answer in verse, at length."},
+        {"role": "user", "content": "Write a poem about the sea, the moon and the stars at night."},
+    ],
+    [{"role": "user", "content": "Name a color."}],
+]
+
+
+# --- interface and registry (no model) --------------------------------------------
+
+
+def test_registry_has_builtins_and_rejects_duplicates_and_unknown_names():
+    assert callable(get_backend("transformers")) and callable(get_backend("vllm"))
+    with pytest.raises(ValueError, match="already registered"):
+        register_backend("transformers", lambda cfg: None)
+    with pytest.raises(UnknownBackend, match="unknown model backend 'nope'") as e:
+        get_backend("nope")
+    assert isinstance(e.value, SpadeError) and "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
+def test_vllm_backend_without_vllm_is_one_line_error():
+    with pytest.raises(BackendUnavailable) as e:
+        make_backend(ModelConfig(backend="vllm"))
+    assert "\n" not in str(e.value) and "vllm" in str(e.value).lower()
+
+
+def test_request_seed_is_keyed_by_seed_and_position():
+    assert request_seed(0, 1) == request_seed(0, 1)
+    seeds = {request_seed(s, i) for s in range(5) for i in range(5)}
+    assert len(seeds) == 25 and all(0 <= s < 2**63 for s in seeds)
+
+
+def test_sampling_params_from_config_takes_overrides():
+    p = SamplingParams.from_config(ModelConfig(max_new_tokens=7, temperature=0.5), seed=3, temperature=0.0)
+    assert (p.max_new_tokens, p.temperature, p.top_p, p.seed) == (7, 0.0, 1.0, 3)
+
+
+def test_scripted_backend_follows_the_interface():
+    be = ScriptedBackend(["hello world. rest", "x" * 50])
+    assert isinstance(be, Backend)
+    with be:
+        a, b = be.generate(CONVS[:2], SamplingParams(max_new_tokens=12, stop=["."]))
+    assert (a.text, a.finish_reason, a.token_ids[-1]) == ("hello world", "stop", be.tokenizer.eos_token_id)
+    assert (b.finish_reason, len(b.token_ids), len(b.logprobs)) == ("length", 12, 12)
+    assert be.calls[0][0] == CONVS[:2]
+
+
+class _CharTok:
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids)
+
+
+def test_cut_at_stop_keeps_the_token_that_completes_the_stop_string():
+    ids = [ord(c) for c in "abc<END>def"]
+    n, text = cut_at_stop(_CharTok(), ids, ["<END>", "zz"])
+    assert (n, text) == (len("abc<END>"), "abc")
+    assert cut_at_stop(_CharTok(), ids, ["zz"]) is None
+
+
+# --- the real embedded model --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    be = TransformersBackend(ModelConfig(dtype="float32", max_batch=8))
+    yield be
+    be.close()
+
+
+GREEDY = SamplingParams(max_new_tokens=12, temperature=0.0)
+
+
+@pytest.mark.slow
+def test_logprobs_match_a_teacher_forced_forward_pass(backend):
+    from spade_tasks.llm.transformers_backend import teacher_forced_logprobs
+
+    outs = backend.generate(CONVS, SamplingParams(max_new_tokens=12, temperature=1.0, top_p=0.9, seed=5))
+    for c in outs:
+        assert len(c.token_ids) == len(c.logprobs) > 0
+        assert backend.tokenizer.pad_token_id not in c.token_ids[:-1]  # pad == EOS here
+        ref = teacher_forced_logprobs(backend.model, c.prompt_token_ids, c.token_ids)
+        assert max(abs(a - b) for a, b in zip(ref, c.logprobs)) < 1e-3
+        if c.finish_reason == "stop":
+            assert c.token_ids[-1] == backend.tokenizer.eos_token_id  # EOS kept for training
+        else:
+            assert len(c.token_ids) == 12
+
+
+@pytest.mark.slow
+def test_same_seed_same_completions_and_other_seed_differs(backend):
+    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=11)
+    convs = [CONVS[1]] * 3  # one group: identical prompts must still get different samples
+    a = backend.generate(convs, params)
+    b = backend.generate(convs, params)
+    c = backend.generate(convs, SamplingParams(max_new_tokens=8, temperature=1.0, seed=12))
+    assert [x.token_ids for x in a] == [x.token_ids for x in b]
+    assert [x.token_ids for x in a] != [x.token_ids for x in c]
+    assert len({tuple(x.token_ids) for x in a}) > 1
+
+
+@pytest.mark.slow
+def test_batch_of_different_lengths_matches_each_alone(backend):
+    batch = backend.generate(CONVS, GREEDY)
+    lengths = [len(c.prompt_token_ids) for c in batch]
+    assert len(set(lengths)) == len(lengths)  # left padding really happens
+    for conv, c in zip(CONVS, batch):
+        alone = backend.generate([conv], GREEDY)[0]
+        assert alone.token_ids == c.token_ids and alone.text == c.text
+        assert max(abs(a - b) for a, b in zip(alone.logprobs, c.logprobs)) < 1e-4
+
+
+@pytest.mark.slow
+def test_stop_strings_cut_text_and_ids(backend):
+    c = backend.generate([CONVS[1]], SamplingParams(max_new_tokens=40, temperature=0.0, stop=["\n"]))[0]
+    assert c.finish_reason == "stop" and "\n" not in c.text
+    decoded = backend.tokenizer.decode(c.token_ids)
+    assert "\n" in decoded and decoded.startswith(c.text)  # ids keep the stop-completing token
+
+
+@pytest.mark.slow
+def test_load_weights_changes_outputs_and_reloading_restores_them(backend, tmp_path):
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    before = backend.generate(CONVS[:1], GREEDY)[0]
+    backend.model.save_pretrained(tmp_path / "same")
+    # A checkpoint of the GGUF-loaded model is plain: other engines must not read it as GGUF.
+    assert "quantization_config" not in json.loads((tmp_path / "same" / "config.json").read_text())
+    noisy = copy.deepcopy(backend.model)
+    with torch.no_grad():
+        w = noisy.model.layers[0].mlp.down_proj.weight
+        w.add_(0.05 * torch.randn(w.shape, generator=torch.Generator().manual_seed(0)))
+    noisy.save_pretrained(tmp_path / "noisy")
+    del noisy
+
+    # A second backend over the same model object: reloading replaces only its own model.
+    be = TransformersBackend(backend.cfg, model=backend.model, tokenizer=backend.tokenizer)
+    be.load_weights(tmp_path / "noisy")
+    changed = be.generate(CONVS[:1], GREEDY)[0]
+    assert max(abs(a - b) for a, b in zip(changed.logprobs, before.logprobs)) > 1e-3
+    be.load_weights(tmp_path / "same")
+    assert be.generate(CONVS[:1], GREEDY)[0].token_ids == before.token_ids
+
+
+@pytest.mark.slow
+def test_bad_model_path_or_checkpoint_is_one_line_error(backend, tmp_path):
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    with pytest.raises(ModelLoadError) as e:
+        TransformersBackend(ModelConfig(name=str(tmp_path / "no-such-model")))
+    assert "\n" not in str(e.value)
+    with pytest.raises(ModelLoadError, match="unknown embedded model"):
+        make_backend(ModelConfig(name="embedded:nope"))
+    with pytest.raises(ModelLoadError, match="not a Hugging Face checkpoint"):
+        backend.load_weights(tmp_path)
