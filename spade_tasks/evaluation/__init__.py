@@ -1,0 +1,28 @@
+"""Held-out evaluation suites (BFCL multi-turn, HumanEval, reasoning-gym, TextArena),
+each loaded from data a PyPI package ships and scored by that benchmark's own checker."""
+
+from spade_tasks.evaluation import arena, bfcl, humaneval, rgym  # noqa: F401 - registers the suites
+from spade_tasks.evaluation.runner import (
+    EvalResult,
+    compare,
+    eval_store_path,
+    evaluate,
+    plot_compare,
+    record,
+    run_eval,
+)
+from spade_tasks.evaluation.suites import (
+    Item,
+    Suite,
+    SuiteUnavailable,
+    UnknownSuite,
+    get_suite,
+    register_suite,
+    suite_names,
+)
+
+__all__ = [
+    "EvalResult", "Item", "Suite", "SuiteUnavailable", "UnknownSuite", "compare",
+    "eval_store_path", "evaluate", "get_suite", "plot_compare", "record", "register_suite",
+    "run_eval", "suite_names",
+]
