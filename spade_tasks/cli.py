@@ -249,6 +249,35 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def cmd_eval(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    _prefect_env()
+    from spade_tasks import evaluation
+
+    if args.compare:
+        a, b = args.compare
+        with _open_store(evaluation.eval_store_path(cfg).parent) as store:
+            rows = evaluation.compare(store, a, b)
+        print(f"{'suite':18} {'n':>4} {a[:22]:>22} {b[:22]:>22} {'delta':>7}")
+        for r in rows:
+            print(f"{r['suite']:18} {r['n']:4d} {r['score_a']:22.3f} {r['score_b']:22.3f} "
+                  f"{r['delta']:+7.3f}")
+        path = evaluation.plot_compare(rows, a, b, cfg.run.root / f"compare-{a}-{b}.png")
+        print(f"plot: {path}")
+        return 0
+    if not args.suite:
+        raise UserError("eval needs --suite NAME (or --compare RUN_A RUN_B); suites: "
+                        + ", ".join(evaluation.suite_names()))
+    evaluation.get_suite(args.suite)  # an unknown name fails before the model loads
+    if args.checkpoint and not Path(args.checkpoint).exists():
+        raise UserError(f"{args.checkpoint}: no such checkpoint")
+    res = evaluation.run_eval(cfg, args.suite, args.limit, args.checkpoint)
+    print(f"{res.suite}: {res.score:.3f} over {res.n} items (evaluation run {res.run})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="spade", description="Self-play RL in model-written environments.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -278,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--config", default="configs/cpu-tiny.yaml")
     sv.add_argument("--run-name", default=None)
     sv.set_defaults(fn=cmd_serve)
+
+    ev = sub.add_parser("eval", help="evaluate on a held-out suite, offline")
+    ev.add_argument("--suite", default=None)
+    ev.add_argument("--limit", type=int, default=None)
+    ev.add_argument("--checkpoint", default=None)
+    ev.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), default=None)
+    ev.add_argument("--config", default="configs/cpu-tiny.yaml")
+    ev.set_defaults(fn=cmd_eval)
 
     e = sub.add_parser("envs", help="browse the environment store")
     esub = e.add_subparsers(dest="envs_command", required=True, parser_class=_Parser)

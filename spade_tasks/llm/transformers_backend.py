@@ -99,16 +99,24 @@ class TransformersBackend(Backend):
 
     @torch.inference_mode()
     def _generate_batch(self, prompts, seeds, params: SamplingParams) -> list[Completion]:
+        # Each row's own budget: a long prompt must not shorten its batch-mates'.
+        caps = [min(params.max_new_tokens, self._max_ctx - len(p)) if self._max_ctx
+                else params.max_new_tokens for p in prompts]
+        if any(c <= 0 for c in caps):  # a prompt that fills the context gets nothing
+            full = [i for i, c in enumerate(caps) if c <= 0]
+            rest = [i for i, c in enumerate(caps) if c > 0]
+            out = {i: self._finish(prompts[i], [], [], "length", params) for i in full}
+            if rest:
+                done = self._generate_batch([prompts[i] for i in rest], [seeds[i] for i in rest],
+                                            params)
+                out.update(zip(rest, done))
+            return [out[i] for i in range(len(prompts))]
         model, B = self._model, len(prompts)
         L = max(len(p) for p in prompts)
-        n_new = params.max_new_tokens
-        if self._max_ctx:
-            n_new = min(n_new, self._max_ctx - L)
+        n_new = max(caps)
         tokens: list[list[int]] = [[] for _ in range(B)]
         lps: list[list[float]] = [[] for _ in range(B)]
         finish = ["length"] * B
-        if n_new <= 0:  # the prompt fills the context: nothing can be generated
-            return [self._finish(p, [], [], "length", params) for p in prompts]
 
         ids = torch.full((B, L), self._tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros((B, L), dtype=torch.long)
@@ -138,6 +146,8 @@ class TransformersBackend(Backend):
                     finish[r] = "stop"
                 elif stop and find_stop(self._tok.decode(tokens[r][-tail:], skip_special_tokens=True), stop) >= 0:
                     finish[r] = "stop"
+                elif len(tokens[r]) >= caps[r]:
+                    finish[r] = "length"
                 else:
                     keep.append(j)
             if not keep or step == n_new - 1:
