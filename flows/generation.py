@@ -119,7 +119,7 @@ def _transient(state) -> bool:
     return False
 
 
-@flow(name="spade", log_prints=True)
+@flow(name="spade")
 def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) -> dict:
     """Run the next generation of a self-play run (or finish an interrupted one)."""
     cfg = load_config(config)

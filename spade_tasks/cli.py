@@ -218,10 +218,12 @@ def cmd_run(args) -> int:
     for _ in range(n):
         summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
         g = summary["generation"]
+        step = (f"loss {summary['loss']:.4f}" if "loss" in summary
+                else f"no training step ({summary.get('skipped', 'no samples')})")
         print(f"generation {g} of run {run_name}: {summary['accepted']}/{summary['designs']} "
               f"designs accepted, {summary.get('environments_played', 0)} environments played, "
-              f"mean regret {summary.get('regret_mean', float('nan')):+.3f}, "
-              f"loss {summary.get('loss', float('nan')):.4f}, {summary['wall_s']:.0f} s")
+              f"mean regret {summary.get('regret_mean', 0.0):+.3f}, {step}, "
+              f"{summary['wall_s']:.0f} s")
     root = cfg.run.root / run_name
     print(f"DuckDB: {root / 'spade.duckdb'}")
     print(f"checkpoint: {summary.get('checkpoint')}")
@@ -278,6 +280,20 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_episodes_show(args) -> int:
+    from spade_tasks.config import load_config
+    from spade_tasks.transcripts import format_transcript
+
+    cfg = load_config(args.config)
+    dirs = _run_dirs(cfg, args.run)
+    for run_dir in dirs:
+        with _open_store(run_dir) as store:
+            if store.count("episodes", episode_id=args.episode_id):
+                print(format_transcript(store, args.episode_id, run_dir.name, args.generation))
+                return 0
+    raise UserError(f"{args.episode_id}: no such episode in {cfg.run.root}/")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="spade", description="Self-play RL in model-written environments.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -327,6 +343,15 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--run", default=None)
     es.add_argument("--config", default=None)
     es.set_defaults(fn=cmd_envs_show)
+
+    ep = sub.add_parser("episodes", help="episode transcripts")
+    epsub = ep.add_subparsers(dest="episodes_command", required=True, parser_class=_Parser)
+    eps = epsub.add_parser("show", help="one episode's transcript")
+    eps.add_argument("episode_id", metavar="EPISODE_ID")
+    eps.add_argument("--run", default=None)
+    eps.add_argument("--generation", type=int, default=None)
+    eps.add_argument("--config", default=None)
+    eps.set_defaults(fn=cmd_episodes_show)
     return ap
 
 

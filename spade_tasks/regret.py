@@ -280,8 +280,12 @@ def score_stage(rt, generation: int) -> dict:
     cur = store.cursor()
     cur.execute("BEGIN TRANSACTION")
     for d in designs:
-        s = stats.get(d["env_id"]) if d["accepted"] else None
-        r = designer_reward(s, name, rejected)
+        if d["accepted"] and d["env_id"] not in stats:
+            # Accepted but not measured (no hint could be written for it this generation):
+            # neither rewarded nor punished.
+            r = 0.0
+        else:
+            r = designer_reward(stats.get(d["env_id"]) if d["accepted"] else None, name, rejected)
         rewards.append(r)
         cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"
                     " design_idx = ?", [r, run, generation, d["design_idx"]])

@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS environments (
 CREATE TABLE IF NOT EXISTS episodes (
     run VARCHAR, generation INTEGER, episode_id VARCHAR, env_id VARCHAR, seed BIGINT,
     with_hint BOOLEAN, hint VARCHAR, "return" DOUBLE, turns INTEGER, terminated BOOLEAN,
-    truncated BOOLEAN, end_reason VARCHAR, PRIMARY KEY (run, generation, episode_id));
+    truncated BOOLEAN, end_reason VARCHAR, final_observation VARCHAR, error VARCHAR,
+    PRIMARY KEY (run, generation, episode_id));
 CREATE TABLE IF NOT EXISTS turns (
     run VARCHAR, generation INTEGER, episode_id VARCHAR, turn INTEGER,
     prompt_token_ids INTEGER[], token_ids INTEGER[], logprobs DOUBLE[], action VARCHAR,

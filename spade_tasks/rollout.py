@@ -1,0 +1,365 @@
+"""Agent rollouts: every environment played G times without its hint and G times with it.
+
+Both arms of an environment use the same G environment seeds, so the only difference
+between them is the hint (appended to the first observation). All episodes of a rollout
+advance in lockstep: each turn makes ONE batched ``backend.generate`` call over every
+episode still running, then every environment steps in its own sandbox worker. The
+agent sees a chat: the system prompt (``prompts/agent_system.txt``), then the
+environment's observations as user turns and its own actions as assistant turns, with
+the whole history kept (memory games need it).
+
+Every turn keeps the prompt ids, generated ids and log-probs exactly as the backend
+returned them, which is what the trainer consumes. An episode ends with one
+``end_reason``:
+
+- ``terminated`` / ``truncated``: the environment said so;
+- ``max_turns``: ``min(environment max_turns, cfg.max_turns)`` turns were played;
+- ``context``: the next prompt plus ``cfg.max_new_tokens`` would not fit in
+  ``cfg.max_context_tokens`` (so every stored sequence fits the trainer's budget);
+- ``env_fault:<kind>``: a sandbox call failed (kind: timeout, memory, crash,
+  exception, protocol, bad_return); the rewards so far count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from spade_tasks.config import RolloutConfig
+from spade_tasks.environments import EnvRecord
+from spade_tasks.errors import SpadeError
+from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
+from spade_tasks.sandbox import Episode, Sandbox
+from spade_tasks.store import Store
+from spade_tasks.validation import EPS, RETURN_FLOOR, SOLVED
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+HINT_FORMAT = "{observation}\n\nHint: {hint}"
+"""How the hint is shown: appended to the first observation of a hint episode."""
+MAX_THREADS = 32
+"""Threads that start workers and step environments; they mostly wait on pipes."""
+
+
+class RolloutError(SpadeError):
+    """A rollout was asked of inconsistent inputs, or the backend broke its contract."""
+
+
+def agent_system_prompt() -> str:
+    """The agent's default system prompt (``prompts/agent_system.txt``)."""
+    return (PROMPTS / "agent_system.txt").read_text(encoding="utf-8").strip()
+
+
+def _derive(*parts: object, bits: int = 31) -> int:
+    # A stable hash (not Python's salted hash()) so seeds survive process restarts.
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - bits)
+
+
+def episode_seed(seed: int, env_id: str, k: int) -> int:
+    """Environment seed of episode ``k`` of ``env_id``; the same in both arms."""
+    return _derive("episode", seed, env_id, k)
+
+
+def episode_id(env_id: str, with_hint: bool, k: int) -> str:
+    """Deterministic id, so a rerun of the same generation replaces its rows."""
+    return f"{env_id}-{'h' if with_hint else 'n'}-{k}"
+
+
+@dataclass
+class Turn:
+    """One agent action and what came of it."""
+
+    turn: int
+    observation: str
+    """The observation this action answers (the first one without the hint)."""
+    action: str
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    reward: float = 0.0
+    """0.0 when the step itself failed (an env fault)."""
+
+
+@dataclass
+class EpisodeResult:
+    """One played episode; ``end_reason`` says why it stopped."""
+
+    episode_id: str
+    env_id: str
+    seed: int
+    with_hint: bool
+    hint: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    terminated: bool = False
+    truncated: bool = False
+    end_reason: str | None = None
+    error: str | None = None
+    """The sandbox's ``"<kind>: <detail>"`` for an env fault."""
+    final_observation: str | None = None
+    """The observation after the last action (shown to nobody, kept for transcripts)."""
+
+    @property
+    def total(self) -> float:
+        return math.fsum(t.reward for t in self.turns)
+
+    @property
+    def ret(self) -> float:
+        """The return: the reward total, floored at -1."""
+        return max(RETURN_FLOOR, self.total)
+
+    @property
+    def solved(self) -> bool:
+        return self.total >= SOLVED - EPS
+
+
+@dataclass
+class _Live:
+    """An episode in progress: its worker, its chat, its turn cap."""
+
+    result: EpisodeResult
+    record: EnvRecord
+    limit: int
+    episode: Episode | None = None
+    messages: list[dict] = field(default_factory=list)
+    observation: str = ""
+
+    def end(self, reason: str, error: str | None = None) -> None:
+        self.result.end_reason = reason
+        self.result.error = error
+        if self.episode is not None:
+            self.episode.close()  # free the worker now, not at the end of the rollout
+
+
+def _check_inputs(envs: Sequence[EnvRecord], hints: dict[str, str] | None) -> None:
+    ids = [r.env_id for r in envs]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise RolloutError(f"rollout: environments listed twice: {', '.join(dupes)}")
+    missing = [r.env_id for r in envs if not r.has_hint and r.env_id not in (hints or {})]
+    if missing:
+        raise RolloutError(
+            f"rollout: no hint for {', '.join(missing)} (they define no hint(); pass one in "
+            "`hints`), so their hint arm would silently equal the no-hint arm")
+
+
+def _start(sandbox: Sandbox, live: _Live, system_prompt: str, hints: dict[str, str],
+           opened: list[Episode]) -> None:
+    """Open the worker, reset, fetch the hint; a fault ends the episode at turn 0."""
+    rec, res = live.record, live.result
+    ep = sandbox.open(rec.source, rec.class_name, {"max_turns": rec.max_turns})
+    opened.append(ep)  # list.append is atomic: the rollout's finally closes every worker
+    live.episode = ep
+    if not ep.load_result.ok:
+        return live.end(f"env_fault:{ep.load_result.kind}", ep.load_result.error)
+    r = ep.reset(res.seed)
+    if not r.ok:
+        return live.end(f"env_fault:{r.kind}", r.error)
+    live.observation = first = r.value[0]
+    if res.with_hint:
+        if rec.has_hint:
+            h = ep.hint()
+            if not h.ok:
+                return live.end(f"env_fault:{h.kind}", h.error)
+            res.hint = h.value
+        else:
+            res.hint = hints[rec.env_id]
+        first = HINT_FORMAT.format(observation=first, hint=res.hint)
+    live.messages = [{"role": "system", "content": system_prompt},
+                     {"role": "user", "content": first}]
+
+
+def _advance(live: _Live, c: Completion) -> None:
+    """Step the environment with the completion's text and record the turn."""
+    res = live.result
+    turn = Turn(len(res.turns), live.observation, c.text, c.prompt_token_ids, c.token_ids,
+                c.logprobs, c.finish_reason)
+    res.turns.append(turn)
+    r = live.episode.step(c.text)
+    if not r.ok:
+        return live.end(f"env_fault:{r.kind}", r.error)
+    obs, turn.reward, res.terminated, res.truncated, _ = r.value
+    res.final_observation = obs
+    if res.terminated:
+        return live.end("terminated")
+    if res.truncated:
+        return live.end("truncated")
+    if len(res.turns) >= live.limit:
+        return live.end("max_turns")
+    live.observation = obs
+    live.messages += [{"role": "assistant", "content": c.text}, {"role": "user", "content": obs}]
+
+
+def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: RolloutConfig,
+            seed: int, hints: dict[str, str] | None = None, system_prompt: str | None = None,
+            sampling: SamplingParams | None = None) -> list[EpisodeResult]:
+    """Play every environment ``cfg.episodes_per_env`` times without and as many times
+    with its hint, all episodes in lockstep; results in (env, k, no hint / hint) order.
+
+    ``hints`` supplies the hint of environments without ``hint()``; ``sampling`` gives
+    temperature/top-p/stop (``max_new_tokens`` comes from ``cfg``, the seed from ``seed``
+    and the turn). Every sandbox worker is closed on return or on any exception.
+    """
+    _check_inputs(envs, hints)
+    system_prompt = agent_system_prompt() if system_prompt is None else system_prompt
+    base = sampling or SamplingParams()
+    live: list[_Live] = []
+    for rec in envs:
+        limit = min(rec.max_turns, cfg.max_turns)
+        for k in range(cfg.episodes_per_env):
+            s = episode_seed(seed, rec.env_id, k)
+            for with_hint in (False, True):
+                res = EpisodeResult(episode_id(rec.env_id, with_hint, k), rec.env_id, s, with_hint)
+                live.append(_Live(res, rec, limit))
+    opened: list[Episode] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(live)))) as pool:
+            list(pool.map(lambda lv: _start(sandbox, lv, system_prompt, hints or {}, opened), live))
+            active = [lv for lv in live if lv.result.end_reason is None]
+            turn = 0
+            while active:
+                lengths = [len(p) for p in render_prompts(backend.tokenizer,
+                                                          [lv.messages for lv in active], None)]
+                for lv, n in zip(active, lengths):
+                    if n + cfg.max_new_tokens > cfg.max_context_tokens:
+                        lv.end("context")
+                active = [lv for lv in active if lv.result.end_reason is None]
+                if not active:
+                    break
+                params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
+                                        temperature=base.temperature, top_p=base.top_p,
+                                        seed=_derive("turn", seed, turn, bits=63), stop=base.stop)
+                completions = backend.generate([lv.messages for lv in active], params)
+                if len(completions) != len(active):
+                    raise RolloutError(f"backend returned {len(completions)} completions for "
+                                       f"{len(active)} conversations")
+                list(pool.map(_advance, active, completions))
+                active = [lv for lv in active if lv.result.end_reason is None]
+                turn += 1
+    finally:
+        for ep in opened:
+            ep.close()
+    return [lv.result for lv in live]
+
+
+# -- DuckDB rows ------------------------------------------------------------------------
+
+_EPISODE_SCHEMA = pa.schema([
+    ("run", pa.string()), ("generation", pa.int32()), ("episode_id", pa.string()),
+    ("env_id", pa.string()), ("seed", pa.int64()), ("with_hint", pa.bool_()),
+    ("hint", pa.string()), ("return", pa.float64()), ("turns", pa.int32()),
+    ("terminated", pa.bool_()), ("truncated", pa.bool_()), ("end_reason", pa.string()),
+    ("final_observation", pa.string()), ("error", pa.string())])
+_TURN_SCHEMA = pa.schema([
+    ("run", pa.string()), ("generation", pa.int32()), ("episode_id", pa.string()),
+    ("turn", pa.int32()), ("prompt_token_ids", pa.list_(pa.int32())),
+    ("token_ids", pa.list_(pa.int32())), ("logprobs", pa.list_(pa.float64())),
+    ("action", pa.string()), ("observation", pa.string()), ("reward", pa.float64())])
+
+
+def episode_rows(run: str, generation: int,
+                 results: Sequence[EpisodeResult]) -> tuple[list[dict], list[dict]]:
+    """The ``episodes`` and ``turns`` rows of a rollout."""
+    episodes, turns = [], []
+    for r in results:
+        episodes.append({"run": run, "generation": generation, "episode_id": r.episode_id,
+                         "env_id": r.env_id, "seed": r.seed, "with_hint": r.with_hint,
+                         "hint": r.hint, "return": r.ret, "turns": len(r.turns),
+                         "terminated": r.terminated, "truncated": r.truncated,
+                         "end_reason": r.end_reason, "final_observation": r.final_observation,
+                         "error": r.error})
+        turns += [{"run": run, "generation": generation, "episode_id": r.episode_id,
+                   "turn": t.turn, "prompt_token_ids": t.prompt_token_ids,
+                   "token_ids": t.token_ids, "logprobs": t.logprobs, "action": t.action,
+                   "observation": t.observation, "reward": t.reward} for t in r.turns]
+    return episodes, turns
+
+
+def record_episodes(store: Store, run: str, generation: int,
+                    results: Sequence[EpisodeResult]) -> None:
+    """Replace this generation's ``episodes`` and ``turns`` rows in one transaction.
+
+    Rows go in as Arrow tables with explicit list types rather than through
+    ``Store.replace_rows``' executemany: ~4x faster on turns carrying ~1k token ids
+    (measured 3.9k vs 0.95k rows/s), and both tables change atomically together.
+    """
+    episodes, turns = episode_rows(run, generation, results)
+    tables = {"episodes": pa.Table.from_pylist(episodes, schema=_EPISODE_SCHEMA),
+              "turns": pa.Table.from_pylist(turns, schema=_TURN_SCHEMA)}
+    cur = store.cursor()
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        for name, table in tables.items():
+            cur.execute(f"DELETE FROM {name} WHERE run = ? AND generation = ?", [run, generation])
+            if table.num_rows:
+                view = f"_rows_{uuid.uuid4().hex}"
+                cur.register(view, table)
+                try:
+                    cur.execute(f"INSERT INTO {name} BY NAME SELECT * FROM {view}")
+                finally:
+                    cur.unregister(view)
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    finally:
+        cur.close()
+
+
+__all__ = ["EpisodeResult", "Turn", "RolloutError", "rollout", "record_episodes",
+           "episode_rows", "episode_seed", "episode_id", "agent_system_prompt", "HINT_FORMAT"]
+
+
+# -- the flow's stage ---------------------------------------------------------------------
+
+
+def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
+    """Play this generation's accepted environments plus a sample of the memory pool,
+    without and with hints, and record every episode and turn."""
+    from spade_tasks import memory, progress
+    from spade_tasks.environments import load_record
+    from spade_tasks.hints import model_hints, probe
+
+    cfg, store, run = rt.cfg, rt.store, rt.run
+    seed = rt.seed(generation, salt=7)
+    new = [r for r in (load_record(store, e) for e in new_env_ids) if r is not None]
+    pool = memory.pool_sample(store, run, cfg.rollout.pool_sample, seed,
+                              exclude=[r.env_id for r in new])
+    envs = new + pool
+    backend = rt.backend()
+    # Environments without hint() get a model-written hint, refused when it contains
+    # the oracle's answer on any of this generation's episode seeds.
+    need = [r for r in envs if not r.has_hint]
+    answers = {r.env_id: [a for k in range(cfg.rollout.episodes_per_env)
+                          if (a := probe(rt.sandbox, r, episode_seed(seed, r.env_id, k)).answer)]
+               for r in need}
+    written = model_hints(backend, need, seed, answers) if need else {}
+    hints = {env: h.text for env, h in written.items() if h.text}
+    # Without a hint the two arms are the same game and regret is not measured: such an
+    # environment sits this generation out (its design is scored as unmeasured).
+    unhinted = [r.env_id for r in need if r.env_id not in hints]
+    envs = [r for r in envs if r.env_id not in unhinted]
+    n_episodes = 2 * cfg.rollout.episodes_per_env * len(envs)
+    t0 = time.perf_counter()
+    with progress.stage("rollout", total=n_episodes) as bar:
+        results = rollout(backend, rt.sandbox, envs, cfg.rollout, seed, hints,
+                          sampling=SamplingParams.from_config(cfg.model))
+        tokens = sum(len(t.token_ids) for r in results for t in r.turns)
+        bar.advance(len(results), tokens)
+    seconds = time.perf_counter() - t0
+    record_episodes(store, run, generation, results)
+    return {"episodes": len(results), "environments": [r.env_id for r in envs],
+            "environments_new": len(new), "environments_pool": len(pool),
+            "hints_model": len(hints), "hints_dropped": len(unhinted),
+            "environments_unhinted": unhinted,
+            "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
+            "end_reasons": dict(Counter(r.end_reason for r in results))}
