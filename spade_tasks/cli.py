@@ -251,6 +251,26 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def cmd_design(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    _prefect_env()
+    from spade_tasks.designer import run_design
+
+    summary = run_design(cfg, n=args.n)
+    if args.json:
+        print(json.dumps(summary.to_json()))
+        return 0
+    print(f"run {summary.run}, generation {summary.generation}: {summary.accepted}/"
+          f"{summary.designs} designs accepted in {summary.seconds:.0f} s")
+    for check, n in sorted(summary.reasons.items()):
+        print(f"  rejected by {check}: {n}")
+    for env_id in summary.env_ids:
+        print(f"  accepted: {env_id} (spade envs show {env_id})")
+    return 0
+
+
 def cmd_eval(args) -> int:
     from spade_tasks.config import load_config
 
@@ -323,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--config", default="configs/cpu-tiny.yaml")
     sv.add_argument("--run-name", default=None)
     sv.set_defaults(fn=cmd_serve)
+
+    d = sub.add_parser("design", help="write, validate and record designs (no rollouts)")
+    d.add_argument("--config", default="configs/cpu-tiny.yaml")
+    d.add_argument("--n", type=int, default=None, help="designs (default: the config's)")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_design)
 
     ev = sub.add_parser("eval", help="evaluate on a held-out suite, offline")
     ev.add_argument("--suite", default=None)
