@@ -1,1 +1,2 @@
-"""Prefect flows: the `spade` generation flow (deployment `generation`)."""
+"""Prefect flows: the `spade` generation flow (deployment `generation`) and the
+`spade-eval` held-out evaluation flow."""

@@ -1,7 +1,12 @@
 """One SPADE generation as a Prefect flow: flow ``spade``, deployment ``generation``.
 
     sample_documents -> design_environments -> validate_environments -> rollout (no hint,
-    hint) -> score_regret -> train_step -> update_memory -> log_generation
+    hint) -> score_regret -> train_step -> update_memory -> evaluate_generation
+    -> log_generation
+
+``designer.mode: fixed`` (the fixed-environment baseline) runs the same flow with the
+first three stages empty, so the agent trains on the fixed pool alone;
+``evaluate_generation`` runs held-out suites every ``eval.every`` generations.
 
 Each stage is a task wrapping a plain function of ``spade_tasks``; its rows go to the
 run's DuckDB in one transaction and the stage is then marked finished there. A rerun of
@@ -14,12 +19,11 @@ deterministic failure is not retried.
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
 
-from spade_tasks.config import Config, load_config
+from spade_tasks.config import Config, SandboxConfig, ValidationConfig, load_config
 from spade_tasks.runtime import Runtime, open_runtime
 
 
@@ -57,13 +61,44 @@ def design_environments(cfg: Config, generation: int, doc_ids: list[str]) -> lis
                   lambda: designer.design_stage(rt, generation, doc_ids))
 
 
-@task(name="validate_environments", cache_policy=NO_CACHE)
-def validate_environments(cfg: Config, generation: int, design_ids: list[int]) -> list[str]:
+@task(name="validate_program", cache_policy=NO_CACHE)
+def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
+                     validation_cfg: ValidationConfig) -> dict:
+    from spade_tasks import designer
+
+    return designer.validate_program(source, sandbox_cfg, validation_cfg)
+
+
+@task(name="record_validations", cache_policy=NO_CACHE)
+def record_validations(cfg: Config, generation: int, design_ids: list[int],
+                       reports: list[dict]) -> list[str]:
     from spade_tasks import designer
 
     rt = open_runtime(cfg)
+    designs = [d for d in designer.load_designs(rt.store, rt.run, generation)
+               if d.design_idx in set(design_ids)]
     return staged(rt, generation, "validate_environments",
-                  lambda: designer.validate_stage(rt, generation, design_ids))
+                  lambda: designer.apply_reports(rt, generation, designs, reports))
+
+
+def validate_environments(cfg: Config, generation: int, design_ids: list[int]) -> list[str]:
+    """Validate every design as its own task (fanned out on the task runner: threads,
+    or Ray workers), then record the verdicts in one transaction."""
+    from spade_tasks import designer
+
+    rt = open_runtime(cfg)
+    done = rt.stage_result(generation, "validate_environments")
+    if done is not None:
+        return done
+    t0 = time.perf_counter()
+    designs = [d for d in designer.load_designs(rt.store, rt.run, generation)
+               if d.design_idx in set(design_ids)]
+    futures = validate_program.map([d.source for d in designs], unmapped(cfg.sandbox),
+                                   unmapped(cfg.validation))
+    reports = [f.result() for f in futures]
+    accepted = record_validations(cfg, generation, design_ids, reports)
+    rt.timings["validate_environments"] = time.perf_counter() - t0
+    return accepted
 
 
 @task(name="rollout", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
@@ -98,6 +133,14 @@ def update_memory(cfg: Config, generation: int) -> dict:
 
     rt = open_runtime(cfg)
     return staged(rt, generation, "update_memory", lambda: memory.update_stage(rt, generation))
+
+
+@task(name="evaluate_generation", cache_policy=NO_CACHE)
+def evaluate_generation(cfg: Config, generation: int) -> dict:
+    from spade_tasks.evaluation import eval_stage
+
+    rt = open_runtime(cfg)
+    return staged(rt, generation, "evaluate_generation", lambda: eval_stage(rt, generation))
 
 
 @task(name="log_generation", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
@@ -138,15 +181,28 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     scores = score_regret(cfg, generation)
     trained = train_step(cfg, generation)
     memory = update_memory(cfg, generation)
+    evals = evaluate_generation(cfg, generation)
 
     summary = {"generation": generation, "documents": len(doc_ids),
                "designs": len(design_ids), "accepted": len(new_env_ids),
-               **played, **scores, **trained, **memory,
+               **played, **scores, **trained, **memory, **evals,
                "wall_s": time.perf_counter() - t0,
                "timings": dict(rt.timings)}
     return log_generation(cfg, generation, summary)
 
 
-def config_path(path: str) -> str:
-    p = Path(path)
-    return str(p if p.is_absolute() else p.resolve())
+def flow_for(cfg: Config):
+    """The ``spade`` flow on the task runner the config asks for."""
+    orch = cfg.orchestration
+    if orch.task_runner == "ray":
+        try:
+            from prefect_ray import RayTaskRunner
+        except ImportError:
+            from spade_tasks.errors import UserError
+
+            raise UserError("orchestration.task_runner: ray needs the ray extra "
+                            "(pip install -e '.[ray]')") from None
+        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else None
+        return spade.with_options(task_runner=RayTaskRunner(address=orch.ray_address,
+                                                            init_kwargs=init))
+    return spade.with_options(task_runner=ThreadPoolTaskRunner(max_workers=orch.max_workers))

@@ -211,8 +211,9 @@ def cmd_run(args) -> int:
 
     cfg = load_config(args.config)  # fail fast, before Prefect starts
     _prefect_env()
-    from flows.generation import spade
+    from flows.generation import flow_for
 
+    spade = flow_for(cfg)
     n = args.generations or cfg.run.generations
     run_name = args.run_name or cfg.run.name
     for _ in range(n):
@@ -237,16 +238,16 @@ def cmd_serve(args) -> int:
 
     from spade_tasks.config import load_config
 
-    load_config(args.config)
+    cfg = load_config(args.config)
     _prefect_env()
     if not os.environ.get("PREFECT_API_URL"):
         raise UserError("PREFECT_API_URL is not set: start `prefect server start` and "
                         "export PREFECT_API_URL=http://127.0.0.1:4200/api first")
-    from flows.generation import spade
+    from flows.generation import flow_for
 
     print("serving flow 'spade' as deployment 'generation'; trigger it with "
           "`prefect deployment run spade/generation`", flush=True)
-    spade.serve(name="generation",
+    flow_for(cfg).serve(name="generation",
                 parameters={"config": str(Path(args.config).resolve()), "run_name": args.run_name})
     return 0
 

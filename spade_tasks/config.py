@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spade_tasks.errors import ConfigError
 
@@ -84,6 +84,13 @@ class CorpusConfig(_Section):
 
 
 class DesignerConfig(_Section):
+    mode: Literal["spade", "fixed"] = "spade"
+    """``spade`` designs new environments each generation; ``fixed`` is the
+    fixed-environment baseline: no designs, the agent trains on ``fixed_pool`` only."""
+    fixed_pool: list[Path] = [REPO_ROOT / "environments_store" / "seeds",
+                              REPO_ROOT / "environments_store" / "reasoning_gym"]
+    """Folders of environment programs forming the pool in ``fixed`` mode (seeds and
+    the wrapped Reasoning Gym generators by default)."""
     setting: Literal["games", "tool_use"] = "games"
     """What the designer writes: reasoning games, or tool-use environments."""
     designs_per_generation: int = Field(4, ge=1, le=4096)
@@ -95,9 +102,20 @@ class DesignerConfig(_Section):
     training: bool = True
     """Train the designer role (False: the reference code's no-designer-training ablation)."""
     reward: str = "regret"
-    """Designer reward function: regret | blend | solve_rate | learning_potential."""
-    rejected_reward: float = -1.0
-    """Reward of a design the validator rejected."""
+    """Designer reward function: regret | blend | solve_rate | learning_potential (or any
+    name registered with ``regret.register_designer_reward``)."""
+    rejected_reward: float = Field(-1.0, lt=0)
+    """Reward of a design the validator rejected (negative)."""
+
+    @field_validator("reward")
+    @classmethod
+    def _known_reward(cls, v: str) -> str:
+        # Checked at load time, so a typo fails before a generation's work, not after it.
+        from spade_tasks.regret import DESIGNER_REWARDS
+
+        if v not in DESIGNER_REWARDS:
+            raise ValueError(f"unknown designer reward {v!r} (known: {', '.join(sorted(DESIGNER_REWARDS))})")
+        return v
 
 
 class MemoryConfig(_Section):
@@ -158,6 +176,26 @@ class TrainingConfig(_Section):
     """DeepSpeed JSON config (ZeRO stage, bf16, gradient clipping); no optimizer block."""
 
 
+class EvalConfig(_Section):
+    every: int = Field(0, ge=0)
+    """Evaluate the just-trained checkpoint after every ``every``-th generation
+    (generations every-1, 2*every-1, ...); 0 turns in-loop evaluation off."""
+    suites: list[str] = ["reasoning-gym"]
+    """Held-out suites run by the in-loop evaluation (``spade eval`` names)."""
+    limit: int = Field(8, ge=1)
+    """Items per suite in the in-loop evaluation (the same seeded items every time)."""
+
+
+class OrchestrationConfig(_Section):
+    task_runner: Literal["threads", "ray"] = "threads"
+    """Where validation tasks run: threads in this process, or a Ray cluster (extra
+    ``ray``)."""
+    ray_address: str | None = None
+    """Address of a running Ray cluster; None starts a local Ray instance."""
+    max_workers: int = Field(2, ge=1, le=1024)
+    """Tasks run at once by the thread runner."""
+
+
 class RunConfig(_Section):
     name: str = "default"
     """Run name: DuckDB file, MLflow run and store folder are keyed by it."""
@@ -180,6 +218,8 @@ class Config(_Section):
     rollout: RolloutConfig = RolloutConfig()
     tracking: TrackingConfig = TrackingConfig()
     training: TrainingConfig = TrainingConfig()
+    orchestration: OrchestrationConfig = OrchestrationConfig()
+    eval: EvalConfig = EvalConfig()
 
 
 def load_config(path: str | Path | None) -> Config:

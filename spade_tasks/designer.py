@@ -305,6 +305,10 @@ def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
     from spade_tasks.memory import PromptExamples, init_memory, prompt_examples
 
     cfg = rt.cfg
+    if cfg.designer.mode == "fixed":
+        # The fixed-environment baseline: the pool is the fixed programs, nothing is designed.
+        init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.fixed_pool)
+        return []
     init_memory(rt.store, rt.run, rt.sandbox, cfg.validation)
     seed = rt.seed(generation)
     if cfg.memory.enabled:
@@ -337,14 +341,39 @@ def load_designs(store: Store, run: str, generation: int) -> list[Design]:
     return out
 
 
-def validate_stage(rt, generation: int, design_ids: list[int]) -> list[str]:
-    """Validate the recorded designs in the sandbox; returns the accepted env ids."""
-    from spade_tasks import progress
+def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) -> dict:
+    """Validate one program and return a plain, picklable report.
 
-    designs = [d for d in load_designs(rt.store, rt.run, generation)
-               if d.design_idx in set(design_ids)]
-    with progress.stage("validate environments", total=len(designs)) as bar:
-        designs = validate_designs(designs, rt.sandbox, rt.cfg.validation, rt.run, generation)
-        bar.advance(len(designs))
-    designs = record_designs(rt.store, rt.run, generation, designs)
-    return [d.env_id for d in designs if d.accepted]
+    Self-contained (builds its own sandbox from config), so the flow can run it on any
+    task runner: a thread here or a Ray worker on another machine."""
+    from spade_tasks.sandbox import Sandbox
+    from spade_tasks.validation import validate_source
+
+    if source is None:
+        return {"accepted": False, "reasons": [NO_CODE], "tier": None, "seconds": 0.0,
+                "meta": None}
+    t0 = time.perf_counter()
+    report = validate_source(source, Sandbox(sandbox_cfg), vcfg)
+    meta = report.meta
+    return {"accepted": report.accepted, "reasons": list(report.reasons), "tier": report.tier,
+            "seconds": time.perf_counter() - t0,
+            "meta": None if meta is None else {
+                "class_name": meta.class_name, "max_turns": meta.max_turns, "doc": meta.doc,
+                "has_hint": meta.has_hint, "has_oracle": meta.has_oracle}}
+
+
+def apply_reports(rt, generation: int, designs: list[Design], reports: list[dict]) -> list[str]:
+    """Record validation reports (from ``validate_program``) against their designs;
+    returns the accepted env ids."""
+    from spade_tasks.sandbox import ProgramMeta
+
+    out = []
+    for d, rep in zip(designs, reports):
+        d = replace(d, accepted=rep["accepted"], reasons=list(rep["reasons"]), tier=rep["tier"],
+                    seconds=rep["seconds"])
+        if rep["accepted"]:
+            d.record = record_from_meta(d.source, ProgramMeta(**rep["meta"]), "designed", "",
+                                        rt.run, generation, d.doc_id)
+        out.append(d)
+    out = record_designs(rt.store, rt.run, generation, out)
+    return [d.env_id for d in out if d.accepted]

@@ -1,0 +1,141 @@
+"""End to end with the real embedded model: the Prefect flow, sandbox, DuckDB, DeepSpeed
+step and MLflow, one generation after another, and exact resume after kill -9."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+TABLES = ["runs", "generations", "documents", "designs", "validations", "environments",
+          "episodes", "turns", "regrets", "train_steps", "memory", "stages"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tiny_config(tmp_path: Path, name: str) -> Path:
+    """The embedded default, shrunk so a generation takes about a minute here."""
+    cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
+    cfg["run"].update(name=name, root=str(tmp_path / "runs"))
+    cfg["model"].update(max_new_tokens=48)
+    cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160}
+    cfg["rollout"] = {"episodes_per_env": 2, "pool_sample": 2, "max_new_tokens": 24,
+                      "max_turns": 2}
+    cfg["validation"] = {"seeds": [0, 1]}
+    cfg["tracking"] = {"mlflow_uri": f"sqlite:///{tmp_path}/mlflow.db", "transcripts": 2}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def spade_run(config: Path, cwd: Path, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_HOME=str(cwd / "prefect"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1")
+    return subprocess.Popen([sys.executable, "-m", "spade_tasks.cli", "run", "--config",
+                             str(config)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def counts(db: Path) -> dict[str, int]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        con.close()
+
+
+def run_to_end(config: Path, cwd: Path) -> str:
+    p = spade_run(config, cwd)
+    out, _ = p.communicate(timeout=1500)
+    assert p.returncode == 0, out[-4000:]
+    return out
+
+
+def kill_when(config: Path, cwd: Path, marker: str, delay: float) -> str:
+    """Start a generation and SIGKILL it ``delay`` seconds after ``marker`` is printed."""
+    p = spade_run(config, cwd, start_new_session=True)
+    seen = []
+    deadline = time.time() + 1500
+    for line in p.stdout:
+        seen.append(line)
+        if marker in line:
+            time.sleep(delay)
+            os.killpg(p.pid, signal.SIGKILL)
+            break
+        assert time.time() < deadline, "marker never seen"
+    p.wait(timeout=60)
+    text = "".join(seen)
+    assert marker in text, text[-4000:]
+    return text
+
+
+def test_two_generations_end_to_end(tmp_path):
+    config = tiny_config(tmp_path, "e2e")
+    out = run_to_end(config, tmp_path)
+    assert "generation 0 of run e2e" in out, out[-3000:]
+    db = tmp_path / "runs/e2e/spade.duckdb"
+    c = counts(db)
+    for table in TABLES:
+        assert c[table] > 0, (table, c)
+
+    import duckdb
+    from mlflow import MlflowClient
+
+    con = duckdb.connect(str(db), read_only=True)
+    ckpt, parent_id, child_id = con.execute(
+        "SELECT g.checkpoint, r.mlflow_run_id, g.mlflow_run_id FROM generations g"
+        " JOIN runs r USING (run) WHERE g.generation = 0").fetchone()
+    con.close()
+    assert (Path(ckpt) / "config.json").is_file()
+    assert (Path(ckpt) / "deepspeed" / "latest").is_file()  # the DeepSpeed engine's state
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    child = client.get_run(child_id)
+    assert child.data.tags["mlflow.parentRunId"] == parent_id
+    metrics = child.data.metrics
+    assert {"validity_rate", "agent_reward", "regret", "time.rollout", "time.train_step"} <= set(metrics)
+    # A step is taken whenever some advantage is non-zero; the tiny model often gives
+    # every design the same rejection and every episode the same return.
+    con = duckdb.connect(str(db), read_only=True)
+    step = json.loads(con.execute("SELECT metrics FROM train_steps").fetchone()[0])
+    con.close()
+    assert ("loss" in metrics and math.isfinite(metrics["loss"])) or step["train_samples"] == 0
+
+    arts = {a.path for a in client.list_artifacts(child_id)}
+    assert {"summary.json", "plots", "transcripts"} <= arts, arts
+    assert client.get_run(parent_id).data.params["model.name"] == "embedded:smollm2-135m"
+
+    # The next generation starts from generation 0's checkpoint.
+    out = run_to_end(config, tmp_path)
+    assert "generation 1 of run e2e" in out
+    con = duckdb.connect(str(db), read_only=True)
+    gens = con.execute("SELECT generation, status, checkpoint FROM generations ORDER BY 1").fetchall()
+    loaded = con.execute("SELECT result FROM stages WHERE generation = 1 AND stage = 'train_step'"
+                         ).fetchone()[0]
+    con.close()
+    assert [g[:2] for g in gens] == [(0, "done"), (1, "done")]
+    assert ckpt in loaded  # generation 1 trained from generation 0's weights
+
+
+def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
+    ref_cfg = tiny_config(tmp_path, "reference")
+    run_to_end(ref_cfg, tmp_path)
+    reference = counts(tmp_path / "runs/reference/spade.duckdb")
+
+    cfg = tiny_config(tmp_path, "resumed")
+    kill_when(cfg, tmp_path, "Created task run 'rollout", delay=8)
+    kill_when(cfg, tmp_path, "Created task run 'train_step", delay=20)
+    run_to_end(cfg, tmp_path)
+    resumed = counts(tmp_path / "runs/resumed/spade.duckdb")
+    assert resumed == reference
+    leftovers = list((tmp_path / "runs/resumed/checkpoints").glob("*.tmp"))
+    assert not leftovers
