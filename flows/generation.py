@@ -18,7 +18,9 @@ deterministic failure is not retried.
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import contextmanager
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -34,6 +36,7 @@ def staged(rt: Runtime, generation: int, name: str, fn):
         get_run_logger().info("%s: finished earlier, skipped", name)
         rt.timings.setdefault(name, 0.0)
         return done
+    get_run_logger().info("%s: started (generation %d)", name, generation)
     t0 = time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - t0
@@ -191,7 +194,28 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     return log_generation(cfg, generation, summary)
 
 
-def flow_for(cfg: Config):
+@contextmanager
+def prefect_api():
+    """The Prefect API this process and its task workers report to: ``PREFECT_API_URL``
+    when set, else one temporary local server for all generations of this command (so
+    Ray workers join it instead of each starting their own)."""
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        yield url
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    server = SubprocessASGIServer()
+    server.start()
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+    finally:
+        server.stop()
+
+
+def flow_for(cfg: Config, api_url: str | None = None):
     """The ``spade`` flow on the task runner the config asks for."""
     orch = cfg.orchestration
     if orch.task_runner == "ray":
@@ -202,7 +226,10 @@ def flow_for(cfg: Config):
 
             raise UserError("orchestration.task_runner: ray needs the ray extra "
                             "(pip install -e '.[ray]')") from None
-        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else None
+        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else {}
+        if api_url:
+            env = {"PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+            init["runtime_env"] = {"env_vars": env}
         return spade.with_options(task_runner=RayTaskRunner(address=orch.ray_address,
                                                             init_kwargs=init))
     return spade.with_options(task_runner=ThreadPoolTaskRunner(max_workers=orch.max_workers))

@@ -206,25 +206,30 @@ def _prefect_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def _print_generation(summary: dict, run_name: str) -> None:
+    g = summary["generation"]
+    step = (f"loss {summary['loss']:.4f}" if "loss" in summary
+            else f"no training step ({summary.get('skipped', 'no samples')})")
+    print(f"generation {g} of run {run_name}: {summary['accepted']}/{summary['designs']} "
+          f"designs accepted, {summary.get('environments_played', 0)} environments played, "
+          f"mean regret {summary.get('regret_mean', 0.0):+.3f}, {step}, "
+          f"{summary['wall_s']:.0f} s", flush=True)
+
+
 def cmd_run(args) -> int:
     from spade_tasks.config import load_config
 
     cfg = load_config(args.config)  # fail fast, before Prefect starts
     _prefect_env()
-    from flows.generation import flow_for
+    from flows.generation import flow_for, prefect_api
 
-    spade = flow_for(cfg)
     n = args.generations or cfg.run.generations
     run_name = args.run_name or cfg.run.name
-    for _ in range(n):
-        summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
-        g = summary["generation"]
-        step = (f"loss {summary['loss']:.4f}" if "loss" in summary
-                else f"no training step ({summary.get('skipped', 'no samples')})")
-        print(f"generation {g} of run {run_name}: {summary['accepted']}/{summary['designs']} "
-              f"designs accepted, {summary.get('environments_played', 0)} environments played, "
-              f"mean regret {summary.get('regret_mean', 0.0):+.3f}, {step}, "
-              f"{summary['wall_s']:.0f} s")
+    with prefect_api() as api_url:
+        spade = flow_for(cfg, api_url)
+        for _ in range(n):
+            summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
+            _print_generation(summary, run_name)
     root = cfg.run.root / run_name
     print(f"DuckDB: {root / 'spade.duckdb'}")
     print(f"checkpoint: {summary.get('checkpoint')}")

@@ -20,7 +20,7 @@ TABLES = ["runs", "generations", "documents", "designs", "validations", "environ
 REPO = Path(__file__).resolve().parent.parent
 
 
-def tiny_config(tmp_path: Path, name: str) -> Path:
+def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     """The embedded default, shrunk so a generation takes about a minute here."""
     cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
     cfg["run"].update(name=name, root=str(tmp_path / "runs"))
@@ -30,6 +30,7 @@ def tiny_config(tmp_path: Path, name: str) -> Path:
                       "max_turns": 2}
     cfg["validation"] = {"seeds": [0, 1]}
     cfg["tracking"] = {"mlflow_uri": f"sqlite:///{tmp_path}/mlflow.db", "transcripts": 2}
+    cfg.update(sections)
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -126,14 +127,26 @@ def test_two_generations_end_to_end(tmp_path):
     assert ckpt in loaded  # generation 1 trained from generation 0's weights
 
 
+def test_generation_with_ray_task_runner(tmp_path):
+    """Validation tasks fan out to a local Ray instance, reporting to our Prefect API."""
+    pytest.importorskip("prefect_ray")
+    config = tiny_config(tmp_path, "ray", orchestration={"task_runner": "ray", "max_workers": 2})
+    out = run_to_end(config, tmp_path)
+    assert "Creating a local Ray instance" in out
+    assert "(validate_program pid=" in out  # the task ran in a Ray worker process
+    assert "Starting temporary server" not in out.split("Creating a local Ray instance")[1]
+    c = counts(tmp_path / "runs/ray/spade.duckdb")
+    assert c["validations"] == c["designs"] == 2 and c["episodes"] > 0
+
+
 def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     ref_cfg = tiny_config(tmp_path, "reference")
     run_to_end(ref_cfg, tmp_path)
     reference = counts(tmp_path / "runs/reference/spade.duckdb")
 
     cfg = tiny_config(tmp_path, "resumed")
-    kill_when(cfg, tmp_path, "Created task run 'rollout", delay=8)
-    kill_when(cfg, tmp_path, "Created task run 'train_step", delay=20)
+    kill_when(cfg, tmp_path, "rollout: started", delay=5)
+    kill_when(cfg, tmp_path, "train_step: started", delay=4)
     run_to_end(cfg, tmp_path)
     resumed = counts(tmp_path / "runs/resumed/spade.duckdb")
     assert resumed == reference
