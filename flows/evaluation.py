@@ -14,6 +14,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from spade_tasks.config import Config, load_config
+from spade_tasks.llm.base import make_backend
 from spade_tasks.runtime import open_runtime
 
 # The flow's backend, keyed by model name: tasks receive only small values (as in the
@@ -23,12 +24,12 @@ _LOCK = threading.Lock()
 
 
 def _model_cfg(cfg: Config, checkpoint: str | None):
-    return cfg.model if checkpoint is None else cfg.model.model_copy(update={"name": str(checkpoint)})
+    if checkpoint is None:
+        return cfg.model
+    return cfg.model.model_copy(update={"name": str(checkpoint)})
 
 
 def _backend(cfg: Config, checkpoint: str | None):
-    from spade_tasks.llm.base import make_backend
-
     model_cfg = _model_cfg(cfg, checkpoint)
     with _LOCK:
         if model_cfg.name not in _BACKENDS:
@@ -63,8 +64,8 @@ def spade_eval(config: str = "configs/cpu-tiny.yaml", suites: list[str] | None =
 
     cfg = load_config(config)
     suites = list(suites or cfg.eval.suites)
-    for name in suites:
-        get_suite(name).check_available()  # an unknown or missing suite fails before the model loads
+    for name in suites:  # an unknown or missing suite fails before the model loads
+        get_suite(name).check_available()
     try:
         results = [evaluate_suite(cfg, name, limit, checkpoint) for name in suites]
     finally:

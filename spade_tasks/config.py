@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from spade_tasks.errors import ConfigError
 
@@ -114,7 +115,8 @@ class DesignerConfig(_Section):
         from spade_tasks.regret import DESIGNER_REWARDS
 
         if v not in DESIGNER_REWARDS:
-            raise ValueError(f"unknown designer reward {v!r} (known: {', '.join(sorted(DESIGNER_REWARDS))})")
+            known = ", ".join(sorted(DESIGNER_REWARDS))
+            raise ValueError(f"unknown designer reward {v!r} (known: {known})")
         return v
 
 
@@ -184,6 +186,18 @@ class EvalConfig(_Section):
     """Held-out suites run by the in-loop evaluation (``spade eval`` names)."""
     limit: int = Field(8, ge=1)
     """Items per suite in the in-loop evaluation (the same seeded items every time)."""
+
+    @model_validator(mode="after")
+    def _known_suites(self) -> "EvalConfig":
+        # Only when on: the suite registry costs an import that most commands never need.
+        if self.every:
+            from spade_tasks.evaluation import suite_names
+
+            unknown = [s for s in self.suites if s not in suite_names()]
+            if unknown:
+                raise ValueError(f"unknown evaluation suite {unknown[0]!r} "
+                                 f"(known: {', '.join(suite_names())})")
+        return self
 
 
 class OrchestrationConfig(_Section):

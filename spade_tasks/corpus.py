@@ -272,6 +272,8 @@ __all__ = ["Document", "CorpusError", "load_corpus", "sample_documents", "trunca
 
 def sample_stage(rt, generation: int) -> list[str]:
     """The flow's first stage: this generation's grounding documents (their ids)."""
+    if rt.cfg.designer.mode == "fixed":
+        return []  # the fixed-environment baseline designs nothing, so grounds nothing
     n = rt.cfg.designer.designs_per_generation
     docs = sample_documents(rt.store, rt.run, generation, n, rt.seed(generation),
                             rt.cfg.corpus)

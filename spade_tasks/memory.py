@@ -40,7 +40,8 @@ import keyword
 import random
 import re
 import tokenize
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,8 @@ STATS_WEIGHT_NEW = 0.5
 """Weight of a generation's new estimate in an entry's moving-average statistics."""
 SEED_GENERATION = 0
 """``added_generation`` of the seed entries."""
+SEED_VALIDATION_WORKERS = 2
+"""Seed programs validated at once (each validation runs its own sandbox workers)."""
 CODE_NGRAM = 4
 DOC_NGRAM = 3
 
@@ -119,16 +122,27 @@ class PromptExamples:
 
 
 def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
-                 folder: Path = SEEDS_DIR) -> list[EnvRecord]:
-    """The seed programs' records, validating (in the sandbox) only those not yet cached."""
+                 folders: Path | Sequence[Path] = SEEDS_DIR,
+                 workers: int = SEED_VALIDATION_WORKERS) -> list[EnvRecord]:
+    """The records of the programs in ``folders`` (the seeds by default), validating (in
+    the sandbox, a few at once) only those not yet cached."""
     from spade_tasks.validation import validate_source
 
+    paths = [p for f in ([folders] if isinstance(folders, Path) else folders)
+             for p in seed_paths(Path(f))]
+    sources = [p.read_text(encoding="utf-8") for p in paths]
+    cached = [load_record(store, env_id_of(src)) for src in sources]
+    todo = [i for i, rec in enumerate(cached) if rec is None]
+    # Sandboxed workers are separate processes, so a thread each overlaps their start-up
+    # (a reasoning-gym program's import alone takes about a second per worker).
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        reports = dict(zip(todo, pool.map(
+            lambda i: validate_source(sources[i], sandbox, vcfg, str(paths[i])), todo)))
     out = []
-    for path in seed_paths(folder):
-        source = path.read_text(encoding="utf-8")
-        rec = load_record(store, env_id_of(source))
+    for i, (path, source) in enumerate(zip(paths, sources)):
+        rec = cached[i]
         if rec is None:
-            report = validate_source(source, sandbox, vcfg, str(path))
+            report = reports[i]
             if not report.accepted:
                 raise SeedRejected(f"seed {path}: rejected: {'; '.join(report.reasons)}")
             rec = record_from_meta(source, report.meta, "seed", str(path))
@@ -138,9 +152,10 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
 
 
 def init_memory(store: Store, run: str, sandbox, vcfg: ValidationConfig | None = None,
-                folder: Path = SEEDS_DIR) -> list[EnvRecord]:
-    """Put the seeds into the run's memory (once; existing entries keep their stats)."""
-    recs = seed_records(store, sandbox, vcfg, folder)
+                folders: Path | Sequence[Path] = SEEDS_DIR) -> list[EnvRecord]:
+    """Put the programs of ``folders`` (the seeds by default; the fixed pool in the
+    baseline) into the run's memory (once; existing entries keep their stats)."""
+    recs = seed_records(store, sandbox, vcfg, folders)
     have = {r["env_id"] for r in store.rows("SELECT env_id FROM memory WHERE run = ?", [run])}
     for rec in recs:
         if rec.env_id not in have:

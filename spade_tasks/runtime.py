@@ -137,6 +137,15 @@ class Runtime:
             self._backend_checkpoint = ckpt
         return self._backend
 
+    def backend_at(self, checkpoint: str):
+        """The inference backend on ``checkpoint``'s weights (the just-trained ones, before
+        its generation is finished); ``backend()`` reloads the latest when they differ."""
+        backend = self.backend()
+        if checkpoint != self._backend_checkpoint:
+            backend.load_weights(checkpoint)
+            self._backend_checkpoint = checkpoint
+        return backend
+
     def trainer(self):
         """The DeepSpeed engine, resumed from the latest checkpoint when there is one."""
         from spade_tasks.training import TrainEngine

@@ -185,6 +185,10 @@ def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
         v = summary.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             m[key] = v
+    for key, v in summary.items():  # in-loop evaluation scores, one per suite
+        if (key.startswith("eval.") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and math.isfinite(v)):
+            m[key] = v
     for stage, seconds in summary.get("timings", {}).items():
         m[f"time.{stage}"] = seconds
     if "wall_s" in summary:

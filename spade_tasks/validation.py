@@ -21,6 +21,7 @@ ALLOWED_IMPORTS = frozenset({
     "math", "random", "re", "json", "itertools", "collections", "string", "fractions",
     "dataclasses", "heapq", "functools", "typing", "abc", "enum", "copy", "operator",
     "statistics", "decimal", "bisect", "textwrap", "numpy", "gymnasium", "spade_env",
+    "reasoning_gym",  # the fixed-environment baseline's wrapped generators
 })
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
 SOLVED = 1.0
@@ -205,7 +206,8 @@ def check_imports(source: str, st: Static) -> list[str]:
                 bad.add("." * node.level + mod)
     if bad:
         return [f"imports: not allowed: {', '.join(sorted(bad))} "
-                f"(allowed: standard-library pure modules, numpy, gymnasium, spade_env)"]
+                f"(allowed: standard-library pure modules, numpy, gymnasium, spade_env, "
+                "reasoning_gym)"]
     return []
 
 

