@@ -30,9 +30,18 @@ TOPICS = ["a dragon", "the sea", "a city at night", "an old clock", "a lost lett
           "a robot gardener", "a mountain village"]
 
 
-def prompts(tok, n: int) -> list[list[int]]:
-    """Distinct prompts of slightly different lengths that invite long answers."""
-    convs = [[{"role": "user", "content": f"Write a long, detailed story about {TOPICS[i % len(TOPICS)]}"
+def prompts(tok, n: int, context_words: int = 0) -> list[list[int]]:
+    """Distinct prompts of slightly different lengths that invite long answers; with
+    ``context_words``, each first carries that many words of the embedded corpus (the
+    designer's prompts hold a document and example programs: thousands of tokens)."""
+    context = ""
+    if context_words:
+        from spade_tasks.config import CorpusConfig
+        from spade_tasks.corpus import load_corpus
+
+        words = " ".join(row["text"] for row in load_corpus(CorpusConfig())).split()
+        context = "Read this first.\n\n" + " ".join(words[:context_words]) + "\n\n"
+    convs = [[{"role": "user", "content": context + f"Write a long, detailed story about {TOPICS[i % len(TOPICS)]}"
                + " (part {})".format(i // len(TOPICS) + 1) * (i % 3)}] for i in range(n)]
     return render_prompts(tok, convs, None)
 
@@ -64,6 +73,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--batches", default="1,4,8,16")
+    ap.add_argument("--context-words", type=int, default=0,
+                    help="prefix every prompt with this many corpus words (long-prompt decode)")
     ap.add_argument("--repeats", type=int, default=1, help="median of this many timed runs")
     ap.add_argument("--bandwidth-gbs", type=float, default=26.0, help="memory bandwidth for the bound")
     ap.add_argument("--no-hf-batched", action="store_true", help="skip batched model.generate rows")
@@ -76,13 +87,14 @@ def main() -> None:
     print(f"loaded {args.model} ({args.dtype}) in {time.perf_counter() - t:.1f}s; torch threads {torch.get_num_threads()}")
     tok, model = tf.tokenizer, tf.model
     params = SamplingParams(max_new_tokens=args.new_tokens, temperature=1.0, seed=0)
-    all_ids = prompts(tok, max(batches))
+    all_ids = prompts(tok, max(batches), args.context_words)
 
     hf_generate(model, tok, all_ids[:1], 4)  # warm-up: first calls allocate and pick kernels
     base_s, base_n = timed(lambda: hf_generate(model, tok, all_ids[:1], args.new_tokens), args.repeats)
     base = base_n / base_s
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     bound = args.bandwidth_gbs * 1e9 / weight_bytes
+    print(f"prompts: {min(map(len, all_ids))}-{max(map(len, all_ids))} tokens")
     print(f"baseline model.generate batch 1: {base:.1f} tok/s")
     print(f"bandwidth bound: {weight_bytes / 1e6:.0f} MB of weights per step at {args.bandwidth_gbs:g} GB/s "
           f"= {bound:.0f} steps/s (= tok/s per sequence; {bound / base:.1f}x the baseline)")

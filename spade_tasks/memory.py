@@ -125,8 +125,8 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
                  folders: Path | Sequence[Path] = SEEDS_DIR,
                  workers: int = SEED_VALIDATION_WORKERS) -> list[EnvRecord]:
     """The records of the programs in ``folders`` (the seeds by default), validating (in
-    the sandbox, a few at once) only those not yet cached."""
-    from spade_tasks.validation import validate_source
+    the sandbox, a few at once) only those not yet in the store or the verdict cache."""
+    from spade_tasks.validation import validate_source_cached
 
     paths = [p for f in ([folders] if isinstance(folders, Path) else folders)
              for p in seed_paths(Path(f))]
@@ -137,7 +137,7 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
     # (a reasoning-gym program's import alone takes about a second per worker).
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         reports = dict(zip(todo, pool.map(
-            lambda i: validate_source(sources[i], sandbox, vcfg, str(paths[i])), todo)))
+            lambda i: validate_source_cached(sources[i], sandbox, vcfg, str(paths[i])), todo)))
     out = []
     for i, (path, source) in enumerate(zip(paths, sources)):
         rec = cached[i]

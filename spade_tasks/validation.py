@@ -9,7 +9,15 @@ and the tests. Static checks read the source; dynamic ones play episodes through
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import json
 import math
+import os
+import platform
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,6 +390,64 @@ def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None 
         if reasons:
             return Report(path, False, reasons, sandbox.tier, st.class_name, ctx.meta)
     return Report(path, True, [], sandbox.tier, st.class_name, ctx.meta)
+
+
+# -- verdicts cached across runs -----------------------------------------------------
+# A verdict is a pure function of the program, this checker's and the sandbox's code,
+# the configs and the packages a program may import. The seeds are the same programs in
+# every run, so a new run reuses their verdicts instead of replaying them (~30 s here).
+
+_PKG = Path(__file__).resolve().parent
+_VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
+
+
+@functools.lru_cache(maxsize=8)
+def _code_fingerprint() -> str:
+    h = hashlib.sha256(platform.python_version().encode())
+    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", *(_PKG / "sandbox").rglob("*.py")]):
+        h.update(f.read_bytes())
+    for dist in _VERDICT_PACKAGES:
+        try:
+            h.update(f"{dist}=={importlib.metadata.version(dist)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(dist.encode())
+    return h.hexdigest()
+
+
+def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig) -> str:
+    """The cache key of ``source``'s verdict under this checker, sandbox and config."""
+    h = hashlib.sha256(_code_fingerprint().encode())
+    h.update(sandbox.cfg.model_dump_json().encode())
+    h.update(cfg.model_dump_json().encode())
+    h.update(source.encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+def verdict_cache_dir() -> Path:
+    return Path(os.environ.get("SPADE_CACHE_DIR") or Path.home() / ".cache" / "spade") / "verdicts"
+
+
+def validate_source_cached(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
+                           path: str | None = None, cache_dir: Path | None = None) -> Report:
+    """``validate_source``, reusing an acceptance recorded under the same ``verdict_key``
+    (only acceptances are kept: a rejection is cheap to find again and may be flaky)."""
+    cfg = cfg or ValidationConfig()
+    folder = cache_dir or verdict_cache_dir()
+    file = folder / f"{verdict_key(source, sandbox, cfg)}.json"
+    try:
+        meta = ProgramMeta(**json.loads(file.read_text()))
+        return Report(path, True, [], sandbox.tier, meta.class_name, meta)
+    except (OSError, ValueError, TypeError):
+        pass  # absent or unreadable: validate for real
+    report = validate_source(source, sandbox, cfg, path)
+    if report.accepted and report.meta is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        # Written aside and renamed: a crash never leaves a half verdict.
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(dataclasses.asdict(report.meta), f)
+        os.replace(tmp, file)
+    return report
 
 
 def validate_path(path: str | Path, sandbox: Sandbox,

@@ -36,11 +36,11 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     return path
 
 
-def spade_run(config: Path, cwd: Path, **kw) -> subprocess.Popen:
+def spade_run(config: Path, cwd: Path, *args: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_HOME=str(cwd / "prefect"),
                PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1")
     return subprocess.Popen([sys.executable, "-m", "spade_tasks.cli", "run", "--config",
-                             str(config)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                             str(config), *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **kw)
 
 
@@ -54,8 +54,8 @@ def counts(db: Path) -> dict[str, int]:
         con.close()
 
 
-def run_to_end(config: Path, cwd: Path) -> str:
-    p = spade_run(config, cwd)
+def run_to_end(config: Path, cwd: Path, *args: str) -> str:
+    p = spade_run(config, cwd, *args)
     out, _ = p.communicate(timeout=1500)
     assert p.returncode == 0, out[-4000:]
     return out

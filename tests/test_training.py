@@ -88,9 +88,9 @@ def test_logprobs_match_an_unpadded_forward(engine):
             logp = model(input_ids=ids).logits[0].float().log_softmax(-1)
             n = len(s.prompt_ids)
             want = [logp[n - 1 + j, t].item() for j, t in enumerate(s.completion_ids)]
-            # bf16 matmuls of different shapes round differently; alignment errors
-            # would be off by whole nats.
-            assert s.old_logprobs == pytest.approx(want, abs=0.15)
+            # fp32 (configs/deepspeed/cpu.json): padding changes only float rounding;
+            # an alignment error would be off by whole nats.
+            assert s.old_logprobs == pytest.approx(want, abs=1e-3)
 
 
 @pytest.mark.slow

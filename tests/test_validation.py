@@ -116,3 +116,23 @@ def test_reference_style_program_is_accepted(sandbox, cfg):
     report = validate_source(src, sandbox, cfg)
     assert report.accepted, report.reasons
     assert report.meta.max_turns == 10
+
+
+def test_acceptances_are_cached_by_program_checker_and_config(sandbox, cfg, tmp_path, monkeypatch):
+    import spade_tasks.validation as v
+
+    first = v.validate_source_cached(GOOD, sandbox, cfg, cache_dir=tmp_path)
+    assert first.accepted and len(list(tmp_path.glob("*.json"))) == 1
+
+    played = []
+    real = v.validate_source
+    monkeypatch.setattr(v, "validate_source", lambda *a, **k: played.append(1) or real(*a, **k))
+    again = v.validate_source_cached(GOOD, sandbox, cfg, cache_dir=tmp_path)
+    assert played == [] and again.accepted and again.meta == first.meta  # from the cache
+
+    # Another config, program or verdict is a different key: validated for real.
+    assert v.validate_source_cached(GOOD, sandbox, ValidationConfig(seeds=[5]), cache_dir=tmp_path).accepted
+    bad = v.validate_source_cached(CASES["hint"], sandbox, cfg, cache_dir=tmp_path)
+    assert not bad.accepted and len(played) == 2
+    assert len(list(tmp_path.glob("*.json"))) == 2  # rejections are not kept
+    assert v.verdict_key(GOOD, sandbox, cfg) != v.verdict_key(GOOD + "\n", sandbox, cfg)
