@@ -85,7 +85,12 @@ def main() -> None:
     t = time.perf_counter()
     tf = TransformersBackend(cfg)
     print(f"loaded {args.model} ({args.dtype}) in {time.perf_counter() - t:.1f}s; torch threads {torch.get_num_threads()}")
-    tok, model = tf.tokenizer, tf.model
+    tok = tf.tokenizer
+    # The baseline is plain transformers: its own copy of the model, untouched by the
+    # backend (which switches the attention function).
+    from spade_tasks.llm.loading import load_model, resolve_model
+
+    model = load_model(resolve_model(args.model), args.dtype)
     params = SamplingParams(max_new_tokens=args.new_tokens, temperature=1.0, seed=0)
     all_ids = prompts(tok, max(batches), args.context_words)
 

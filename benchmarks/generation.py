@@ -59,8 +59,9 @@ def main() -> None:
         print(f"model compute (design + rollout + train): {model / wall:.1%} (goal >= 80%); "
               f"Prefect and bookkeeping: {log / wall:.1%} (goal <= 5%)")
         if "rollout_tokens_per_s" in summary:
-            print(f"rollout {summary['rollout_tokens_per_s']:.1f} tok/s; "
-                  f"train {summary.get('train_tokens_per_s', float('nan')):.1f} tok/s")
+            train = (f"{summary['train_tokens_per_s']:.1f} tok/s" if "train_tokens_per_s" in summary
+                     else "no update (every advantage was zero)")
+            print(f"rollout {summary['rollout_tokens_per_s']:.1f} tok/s; train {train}")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ def interleaved(steps: dict, repeats: int) -> dict[str, float]:
         step()
     times: dict[str, list[float]] = {name: [] for name in steps}
     for r in range(repeats):
-        for name, step in steps.items():
+        # Every other round runs in reverse, so no contender always follows the same one.
+        order = list(steps.items())[:: -1 if r % 2 else 1]
+        for name, step in order:
             t0 = time.perf_counter()
             step()
             times[name].append(time.perf_counter() - t0)

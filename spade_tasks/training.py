@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -198,6 +199,7 @@ def init_distributed() -> None:
 
     Must run before deepspeed is imported elsewhere: DS_ACCELERATOR is read once.
     """
+    launched = "MASTER_PORT" in os.environ  # by a launcher (deepspeed, torchrun)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
     os.environ.setdefault("RANK", "0")
@@ -209,6 +211,14 @@ def init_distributed() -> None:
 
     if not torch.distributed.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if not launched and os.environ["WORLD_SIZE"] == "1":
+            # One process meets itself through a file: a TCP port picked as free can be
+            # taken by another process before the store binds it (seen with a Prefect
+            # server and a second trainer on the machine: EADDRINUSE).
+            fd, path = tempfile.mkstemp(prefix="spade-dist-")
+            os.close(fd)
+            torch.distributed.init_process_group(backend, init_method=f"file://{path}",
+                                                 rank=0, world_size=1)
         deepspeed.init_distributed(dist_backend=backend)
 
 
@@ -266,6 +276,8 @@ class TrainEngine:
             # flatten, "all-reduce" and unflatten every gradient each step (~0.3 s here).
             # (ZeRO stages move gradients into their partitions in that call: kept there.)
             self.engine.enable_backward_allreduce = False
+        e = self.engine
+        self._grads_in_params = not (e.zero_optimization() or e.bfloat16_enabled() or e.fp16_enabled())
         self.ref_model = ref_model
         if ref_model is not None:
             ref_model.to(device=self.engine.device, dtype=self._dtype()).eval()
@@ -340,9 +352,15 @@ class TrainEngine:
             sums["clipped"] += float(stats["clipped"].sum())
             sums["k3"] += float(stats["k3"].sum())
             sums["ratio"] += float((stats["ratio"] * mask).sum())
+        grad_norm = None
+        if self._grads_in_params:
+            # The engine reports the norm only from its mixed-precision and ZeRO optimizers.
+            grads = [p.grad for p in self.engine.module.parameters() if p.grad is not None]
+            grad_norm = float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0
         self.engine.step()
         elapsed = time.perf_counter() - t0
-        grad_norm = self.engine.get_global_grad_norm()
+        if grad_norm is None:
+            grad_norm = self.engine.get_global_grad_norm()
         by_role: dict[str, int] = {"designer": 0, "agent": 0}
         for s in samples:
             by_role[s.role] += len(s.completion_ids)

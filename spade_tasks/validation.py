@@ -401,7 +401,7 @@ _PKG = Path(__file__).resolve().parent
 _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.cache
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
     for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", *(_PKG / "sandbox").rglob("*.py")]):

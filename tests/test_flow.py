@@ -152,3 +152,63 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     assert resumed == reference
     leftovers = list((tmp_path / "runs/resumed/checkpoints").glob("*.tmp"))
     assert not leftovers
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_served_deployment_runs_a_generation(tmp_path):
+    """README's deployment commands: `prefect server start`, `spade serve`, then
+    `prefect deployment run spade/generation` runs the next generation to completion."""
+    port = _free_port()
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_HOME=str(tmp_path / "prefect"),
+               PREFECT_API_URL=f"http://127.0.0.1:{port}/api", HF_HUB_OFFLINE="1",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
+    bin_dir = Path(sys.executable).parent
+    config = tiny_config(tmp_path, "served")
+    procs = []
+    try:
+        server = subprocess.Popen([str(bin_dir / "prefect"), "server", "start", "--host",
+                                   "127.0.0.1", "--port", str(port)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        procs.append(server)
+        health = subprocess.run(
+            [sys.executable, "-c", "import sys, time, urllib.request\n"
+             f"url = 'http://127.0.0.1:{port}/api/health'\n"
+             "for _ in range(240):\n"
+             "    try:\n        urllib.request.urlopen(url, timeout=1); sys.exit(0)\n"
+             "    except OSError:\n        time.sleep(0.5)\n"
+             "sys.exit(1)"], timeout=180)
+        assert health.returncode == 0, "prefect server did not come up"
+        serve_log = open(tmp_path / "serve.log", "w")
+        procs.append(subprocess.Popen([str(bin_dir / "spade"), "serve", "--config", str(config)],
+                                      cwd=REPO, env=env, stdout=serve_log, stderr=subprocess.STDOUT))
+        # The deployment exists once serve has registered it.
+        for _ in range(120):
+            ls = subprocess.run([str(bin_dir / "prefect"), "deployment", "ls"], env=env,
+                                capture_output=True, text=True)
+            if "spade/generation" in ls.stdout:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail("deployment spade/generation never appeared: "
+                        + (tmp_path / "serve.log").read_text()[-2000:])
+        run = subprocess.run([str(bin_dir / "prefect"), "deployment", "run", "spade/generation",
+                              "--watch", "--watch-timeout", "1500"], env=env, capture_output=True,
+                             text=True, timeout=1600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        assert "Completed" in run.stdout, run.stdout[-2000:]
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    c = counts(tmp_path / "runs/served/spade.duckdb")
+    assert c["generations"] == 1 and c["episodes"] > 0 and c["train_steps"] == 1

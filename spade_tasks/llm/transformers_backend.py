@@ -18,9 +18,8 @@ the tests.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import functools
+from pathlib import Path
 
 import torch
 from transformers import AttentionInterface
@@ -224,6 +223,10 @@ class GrowingLayer(DynamicLayer):
         self.length = end
         self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
         return self.keys, self.values
+
+    def reset(self) -> None:
+        super().reset()
+        self.length = 0
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.is_initialized:
