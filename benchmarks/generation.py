@@ -6,8 +6,10 @@ model compute (design, rollout and training stages), Prefect and bookkeeping <= 
 
     .venv/bin/python benchmarks/generation.py [--config configs/cpu-tiny.yaml]
 
-The first generation of a fresh run also validates the seed environments once (part of
-design_environments); pass --generations 2 to see a steady-state generation too.
+The first generation also starts Prefect's temporary server (counted as Prefect time)
+and, on a machine that has not validated the seeds before, validates them once (part
+of design_environments; later runs reuse the cached verdicts). Pass --generations 2 to
+see a steady-state generation too.
 """
 
 from __future__ import annotations
