@@ -11,7 +11,6 @@ import importlib.util
 
 import pytest
 import torch
-import yaml
 
 from spade_tasks.config import ModelConfig
 from spade_tasks.llm.base import SamplingParams
@@ -119,26 +118,3 @@ def test_load_weights_changes_outputs_and_reloading_restores_them(backend, hf_mo
     with pytest.raises(ModelLoadError, match="not a Hugging Face checkpoint"):
         backend.load_weights(tmp_path)
 
-
-def test_two_generations_on_the_vllm_backend(tmp_path):
-    """The flow on vLLM: generation 1 refreshes the engine's weights from generation 0's
-    checkpoint (in place) and finishes."""
-    import duckdb
-
-    from tests.test_flow import run_to_end, tiny_config
-
-    config = tiny_config(tmp_path, "vllm")
-    cfg = yaml.safe_load(config.read_text())
-    cfg["model"].update(backend="vllm")
-    config.write_text(yaml.safe_dump(cfg))
-    out = run_to_end(config, tmp_path, "--generations", "2")
-    assert "generation 1 of run vllm" in out, out[-3000:]
-    con = duckdb.connect(str(tmp_path / "runs/vllm/spade.duckdb"), read_only=True)
-    try:
-        gens = con.execute("SELECT generation, status, checkpoint FROM generations ORDER BY 1").fetchall()
-        turns = con.execute("SELECT count(*) FROM turns WHERE generation = 1").fetchone()[0]
-    finally:
-        con.close()
-    assert [g[:2] for g in gens] == [(0, "done"), (1, "done")]
-    assert gens[0][2] and gens[1][2] and gens[0][2] != gens[1][2]
-    assert turns > 0

