@@ -118,8 +118,8 @@ def test_logprobs_match_a_teacher_forced_forward_pass(backend):
             assert len(c.token_ids) == 12
 
 
-@pytest.mark.slow
-def test_same_seed_same_completions_and_other_seed_differs(backend):
+def check_same_seed_same_completions_and_other_seed_differs(backend):
+    """The seed contract every backend keeps (also run on vLLM in test_vllm_backend)."""
     params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=11)
     convs = [CONVS[1]] * 3  # one group: identical prompts must still get different samples
     a = backend.generate(convs, params)
@@ -128,6 +128,11 @@ def test_same_seed_same_completions_and_other_seed_differs(backend):
     assert [x.token_ids for x in a] == [x.token_ids for x in b]
     assert [x.token_ids for x in a] != [x.token_ids for x in c]
     assert len({tuple(x.token_ids) for x in a}) > 1
+
+
+@pytest.mark.slow
+def test_same_seed_same_completions_and_other_seed_differs(backend):
+    check_same_seed_same_completions_and_other_seed_differs(backend)
 
 
 @pytest.mark.slow

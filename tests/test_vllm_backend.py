@@ -15,7 +15,9 @@ import torch
 from spade_tasks.config import ModelConfig
 from spade_tasks.llm.base import SamplingParams
 
-pytestmark = [
+from tests.test_llm import CONVS, GREEDY, check_same_seed_same_completions_and_other_seed_differs
+
+VLLM_ONLY = [
     pytest.mark.vllm,
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -23,16 +25,7 @@ pytestmark = [
         reason="vllm is not installed here (make test-vllm runs these in .venv-vllm)",
     ),
 ]
-
-CONVS = [
-    [{"role": "user", "content": "What is 2+2?"}],
-    [
-        {"role": "system", "content": "You are a poet. Answer in verse, at length."},
-        {"role": "user", "content": "Write a poem about the sea, the moon and the stars at night."},
-    ],
-    [{"role": "user", "content": "Name a color."}],
-]
-GREEDY = SamplingParams(max_new_tokens=12, temperature=0.0)
+pytestmark = VLLM_ONLY
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +63,7 @@ def test_logprobs_match_a_teacher_forced_forward_pass(backend, hf_model):
 
 
 def test_same_seed_same_completions_and_other_seed_differs(backend):
-    params = SamplingParams(max_new_tokens=8, temperature=1.0, seed=11)
-    convs = [CONVS[1]] * 3  # one group: identical prompts must still get different samples
-    a = backend.generate(convs, params)
-    b = backend.generate(convs, params)
-    c = backend.generate(convs, SamplingParams(max_new_tokens=8, temperature=1.0, seed=12))
-    assert [x.token_ids for x in a] == [x.token_ids for x in b]
-    assert [x.token_ids for x in a] != [x.token_ids for x in c]
-    assert len({tuple(x.token_ids) for x in a}) > 1
+    check_same_seed_same_completions_and_other_seed_differs(backend)
 
 
 def test_greedy_matches_the_transformers_backend(backend, hf_model):

@@ -5,19 +5,11 @@ a second engine in the ``spade run`` process (two engines' KV-cache reservations
 24 GiB machine are more than it should be asked to hold).
 """
 
-import importlib.util
-
-import pytest
 import yaml
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("vllm") is None,
-        reason="vllm is not installed here (make test-vllm runs these in .venv-vllm)",
-    ),
-]
+from tests.test_vllm_backend import VLLM_ONLY
+
+pytestmark = VLLM_ONLY
 
 
 def test_two_generations_on_the_vllm_backend(tmp_path):
