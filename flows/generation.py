@@ -212,7 +212,19 @@ def prefect_api():
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             yield server.api_url
     finally:
+        _drain_prefect_workers()
         server.stop()
+
+
+def _drain_prefect_workers(timeout: float = 10.0) -> None:
+    """Send the logs and events still queued for the API before its server stops:
+    left queued, they are retried at interpreter exit against a dead server, which
+    delays the exit by up to a minute and ends with '--- Error logging to API ---'."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=timeout)
 
 
 def flow_for(cfg: Config, api_url: str | None = None):

@@ -4,9 +4,11 @@ step and MLflow, one generation after another, and exact resume after kill -9.""
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,21 +63,36 @@ def run_to_end(config: Path, cwd: Path, *args: str) -> str:
     return out
 
 
-def kill_when(config: Path, cwd: Path, marker: str, delay: float) -> str:
-    """Start a generation and SIGKILL it ``delay`` seconds after ``marker`` is printed."""
+def kill_when(config: Path, cwd: Path, *, marker: str | None = None, delay: float = 0.0,
+              path: Path | None = None) -> str:
+    """Start a generation and SIGKILL its process group ``delay`` seconds after ``marker``
+    is printed, or as soon as ``path`` exists. Fails if the run ends by itself first: a
+    kill that comes too late would make the resume test pass without testing a resume."""
     p = spade_run(config, cwd, start_new_session=True)
-    seen = []
-    deadline = time.time() + 1500
-    for line in p.stdout:
-        seen.append(line)
-        if marker in line:
-            time.sleep(delay)
+    seen: list[str] = []
+    marked = threading.Event()
+
+    def read() -> None:
+        for line in p.stdout:
+            seen.append(line)
+            if marker and marker in line:
+                marked.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline, fire_at = time.time() + 1500, None
+    while p.poll() is None:
+        assert time.time() < deadline, "kill point never reached"
+        if fire_at is None and marked.is_set():
+            fire_at = time.time() + delay
+        if (fire_at is not None and time.time() >= fire_at) or (path and path.exists()):
             os.killpg(p.pid, signal.SIGKILL)
             break
-        assert time.time() < deadline, "marker never seen"
+        time.sleep(0.005)
     p.wait(timeout=60)
+    reader.join(timeout=60)
     text = "".join(seen)
-    assert marker in text, text[-4000:]
+    assert p.returncode == -signal.SIGKILL, f"the run ended before its kill point:\n{text[-3000:]}"
     return text
 
 
@@ -145,8 +162,13 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     reference = counts(tmp_path / "runs/reference/spade.duckdb")
 
     cfg = tiny_config(tmp_path, "resumed")
-    kill_when(cfg, tmp_path, "rollout: started", delay=5)
-    kill_when(cfg, tmp_path, "train_step: started", delay=4)
+    # Mid-rollout: the stage takes about 10 s here (sandbox workers and decoding).
+    out = kill_when(cfg, tmp_path, marker="rollout: started", delay=2)
+    assert not re.search(r"Task run 'rollout-\w+' - Finished", out), "killed after the rollout"
+    # Mid-training: while the checkpoint is being written, the riskiest moment for a
+    # half-written file (the step itself is often skipped: all advantages zero).
+    out = kill_when(cfg, tmp_path, path=tmp_path / "runs/resumed/checkpoints/gen-0000.tmp")
+    assert "train_step: started" in out
     run_to_end(cfg, tmp_path)
     resumed = counts(tmp_path / "runs/resumed/spade.duckdb")
     assert resumed == reference
