@@ -90,6 +90,37 @@ def test_cut_at_stop_keeps_the_token_that_completes_the_stop_string():
 # --- the real embedded model --------------------------------------------------------
 
 
+def test_inverse_cdf_sampling_never_picks_a_zero_probability_token():
+    from spade_tasks.llm.transformers_backend import _invert_cdf
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(3 * torch.randn(2000, 1000, generator=g), dim=-1)  # 3 blocks + 232
+    probs[:, :300] = 0.0  # a whole zero block and a partial one, as top-p leaves them
+    probs[:, 997:] = 0.0  # zeros at the end, where u near 1 may land after rounding
+    u = torch.rand(2000, generator=g, dtype=torch.float64)
+    u[:1000], u[1000:1100] = 1 - 2**-53, 0.0
+    picked = _invert_cdf(probs, u)
+    assert (picked < 1000).all() and (probs.gather(1, picked[:, None]) > 0).all()
+
+
+def test_inverse_cdf_sampling_agrees_with_one_cumulative_sum_and_the_probabilities():
+    from spade_tasks.llm.transformers_backend import _invert_cdf
+
+    g = torch.Generator().manual_seed(1)
+    probs = torch.softmax(2 * torch.randn(64, 49152, generator=g), dim=-1)
+    u = torch.rand(64, generator=g, dtype=torch.float64)
+    cdf = probs.cumsum(-1, dtype=torch.float64)
+    plain = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
+    assert (_invert_cdf(probs, u) == plain).all()
+    # Frequencies over many draws of one 10-token distribution (blocks of 4: padding).
+    p = torch.tensor([0.3, 0.0, 0.05, 0.15, 0.2, 0.0, 0.1, 0.12, 0.08, 0.0])
+    n = 200_000
+    draws = _invert_cdf(p.expand(n, -1), torch.rand(n, generator=g, dtype=torch.float64), block=4)
+    freq = torch.bincount(draws, minlength=10) / n
+    assert (freq - p).abs().max() < 4 * (0.25 / n) ** 0.5
+    assert freq[p == 0].sum() == 0
+
+
 @pytest.fixture(scope="module")
 def backend():
     from spade_tasks.llm.transformers_backend import TransformersBackend

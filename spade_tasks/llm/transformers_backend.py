@@ -272,17 +272,47 @@ def _sample(logits: torch.Tensor, params: SamplingParams, gens: list[torch.Gener
     """
     if params.temperature == 0:
         return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / params.temperature, dim=-1)
+    probs = torch.softmax(logits if params.temperature == 1 else logits / params.temperature, dim=-1)
     if params.top_p < 1.0:
         sp, si = probs.sort(dim=-1, descending=True)
         # Drop a token once the mass before it already reaches top_p (the top one stays).
         sp = sp.masked_fill(sp.cumsum(-1) - sp >= params.top_p, 0.0)
         probs = torch.zeros_like(probs).scatter_(1, si, sp)
-    # float64 sums: the CDF's last entries stay exact enough for 49k terms.
-    cdf = probs.cumsum(-1, dtype=torch.float64)
-    u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens]) * cdf[:, -1]
-    # The first entry whose CDF exceeds u: zero-probability tokens can never be it.
-    return torch.searchsorted(cdf, u[:, None], right=True)[:, 0].clamp_(max=probs.shape[-1] - 1)
+    u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens])
+    return _invert_cdf(probs, u)
+
+
+def _invert_cdf(probs: torch.Tensor, u: torch.Tensor, block: int = 256) -> torch.Tensor:
+    """The first index of each row whose cumulative probability exceeds ``u`` times the
+    row's total, never a zero-probability index.
+
+    Two levels, blocks of ``block`` entries then the entries of the chosen block,
+    instead of one cumulative sum over the vocabulary, which had to run in float64 to
+    stay exact over 49k terms and took 0.5-3.7 ms of a ~80 ms batch-16 decode step
+    here. Block sums use torch's cascaded float32 sum (relative error ~1e-7); the
+    cumulative sums over blocks and inside a block run in float64.
+    """
+    rows, vocab = probs.shape
+    pad = -vocab % block
+    blocks = (torch.nn.functional.pad(probs, (0, pad)) if pad else probs).view(rows, -1, block)
+    mass = blocks.sum(-1)
+    block_cdf = mass.double().cumsum(-1)
+    target = u * block_cdf[:, -1]
+    b = _first_above(block_cdf, target, mass > 0)
+    inside = blocks[torch.arange(rows), b]  # (rows, block)
+    before = torch.where(b > 0, block_cdf.gather(1, (b - 1).clamp(min=0)[:, None])[:, 0], 0.0)
+    # before <= target by the choice of b, so the rest is never negative.
+    i = _first_above(inside.double().cumsum(-1), target - before, inside > 0)
+    return b * block + i
+
+
+def _first_above(cdf: torch.Tensor, target: torch.Tensor, nonzero: torch.Tensor) -> torch.Tensor:
+    """Per row, the first index with ``cdf > target``; where rounding leaves the target
+    at or past the end, the last index with non-zero mass instead."""
+    i = torch.searchsorted(cdf, target[:, None], right=True)[:, 0]
+    n = cdf.shape[-1]
+    last = n - 1 - nonzero.flip(-1).int().argmax(-1)
+    return torch.where(i >= n, last, i)
 
 
 @torch.inference_mode()
