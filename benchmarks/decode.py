@@ -24,6 +24,7 @@ import torch  # noqa: E402
 
 from spade_tasks.config import ModelConfig  # noqa: E402
 from spade_tasks.llm.base import SamplingParams, render_prompts  # noqa: E402
+from spade_tasks.llm.loading import resolve_dtype  # noqa: E402
 from spade_tasks.llm.transformers_backend import TransformersBackend  # noqa: E402
 
 TOPICS = ["a dragon", "the sea", "a city at night", "an old clock", "a lost letter", "winter",
@@ -70,7 +71,8 @@ def hf_generate(model, tok, ids: list[list[int]], new_tokens: int) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="embedded:smollm2-135m")
-    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    ap.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"],
+                    help="auto: bf16 on a CPU with AMX, else fp32 (the backend's default)")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--batches", default="1,4,8,16")
     ap.add_argument("--context-words", type=int, default=0,
@@ -80,6 +82,7 @@ def main() -> None:
     ap.add_argument("--no-hf-batched", action="store_true", help="skip batched model.generate rows")
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    args.dtype = resolve_dtype(args.dtype)
     cfg = ModelConfig(name=args.model, dtype=args.dtype, max_batch=max(batches))
 
     t = time.perf_counter()

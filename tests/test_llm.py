@@ -90,6 +90,19 @@ def test_cut_at_stop_keeps_the_token_that_completes_the_stop_string():
 # --- the real embedded model --------------------------------------------------------
 
 
+def test_auto_dtype_is_bf16_only_where_bf16_matmuls_are_fast(monkeypatch):
+    from spade_tasks.llm import loading
+
+    assert loading.resolve_dtype("float32") == "float32"
+    assert loading.resolve_dtype("bfloat16") == "bfloat16"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(loading, "cpu_has_amx", lambda: False)
+    assert loading.resolve_dtype("auto") == "float32"
+    monkeypatch.setattr(loading, "cpu_has_amx", lambda: True)
+    assert loading.resolve_dtype("auto") == "bfloat16"
+    assert ModelConfig().dtype == "auto"
+
+
 def test_inverse_cdf_sampling_never_picks_a_zero_probability_token():
     from spade_tasks.llm.transformers_backend import _invert_cdf
 

@@ -56,8 +56,26 @@ def load_tokenizer(ref: ModelRef):
     return _load_tokenizer(ref)
 
 
+def cpu_has_amx() -> bool:
+    """Whether this CPU has AMX bf16 tiles (what makes oneDNN's bf16 matmuls fast)."""
+    try:
+        return "amx_bf16" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+def resolve_dtype(dtype: str) -> str:
+    """``auto`` becomes bfloat16 on a GPU or an AMX CPU and float32 elsewhere (see
+    ``ModelConfig.dtype``); any other name is returned unchanged."""
+    if dtype != "auto":
+        return dtype
+    import torch
+
+    return "bfloat16" if torch.cuda.is_available() or cpu_has_amx() else "float32"
+
+
 def load_model(ref: ModelRef, dtype: str = "float32"):
-    """Load a causal LM on CPU in ``dtype``.
+    """Load a causal LM on CPU in ``dtype`` (``auto``: see ``resolve_dtype``).
 
     A GGUF file is converted once to a plain Hugging Face folder (``hf_checkpoint_dir``)
     and loaded from there: loading the folder takes under a second where dequantising the
@@ -86,7 +104,7 @@ def _load_model(ref: ModelRef, dtype: str = "float32"):
 
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            ref.path, dtype=getattr(torch, dtype), **ref.kwargs()
+            ref.path, dtype=getattr(torch, resolve_dtype(dtype)), **ref.kwargs()
         )
     except (OSError, ValueError) as e:
         raise ModelLoadError(f"model {ref.path}: cannot load weights ({e})") from None

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from spade_tasks.errors import BackendUnavailable, ModelLoadError
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts, request_seed
-from spade_tasks.llm.loading import ModelRef, hf_checkpoint_dir, load_tokenizer, resolve_model
+from spade_tasks.llm.loading import (
+    ModelRef,
+    hf_checkpoint_dir,
+    load_tokenizer,
+    resolve_dtype,
+    resolve_model,
+)
 
 
 class VLLMBackend(Backend):
@@ -44,7 +50,7 @@ class VLLMBackend(Backend):
         self._tok = load_tokenizer(ModelRef(path))
         kwargs = dict(
             model=path,
-            dtype=cfg.dtype,
+            dtype=resolve_dtype(cfg.dtype),
             max_num_seqs=cfg.max_batch,
             logprobs_mode="raw_logprobs",
         )
