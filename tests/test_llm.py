@@ -103,6 +103,21 @@ def test_auto_dtype_is_bf16_only_where_bf16_matmuls_are_fast(monkeypatch):
     assert ModelConfig().dtype == "auto"
 
 
+def test_decode_attention_matches_sdpa_with_shared_kv_heads_and_left_padding():
+    from spade_tasks.llm.transformers_backend import _decode_attention, _decode_fast_path
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 9, 1, 64, generator=g)
+    k, v = torch.randn(2, 3, 3, 40, 64, generator=g)
+    mask = torch.ones(3, 1, 1, 40, dtype=torch.bool)
+    mask[0, ..., :7] = False  # a left-padded row
+    assert _decode_fast_path(q, mask)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    out = _decode_attention(q, k, v, mask, None)
+    assert out.shape == (3, 1, 9, 64)
+    assert torch.allclose(out, ref.transpose(1, 2), atol=1e-5)
+
+
 def test_inverse_cdf_sampling_never_picks_a_zero_probability_token():
     from spade_tasks.llm.transformers_backend import _invert_cdf
 

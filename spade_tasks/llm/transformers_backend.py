@@ -250,12 +250,36 @@ def sdpa_shared_kv(module, query, key, value, attention_mask, dropout=0.0, scali
     if groups == 1 or kwargs.get("position_bias") is not None or kwargs.get("cache") is not None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
+    if dropout == 0.0 and _decode_fast_path(query, attention_mask):
+        return _decode_attention(query, key, value, attention_mask, scaling), None
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     causal = query.shape[2] > 1 and attention_mask is None and causal
     out = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
         is_causal=causal, enable_gqa=True)
     return out.transpose(1, 2).contiguous(), None
+
+
+def _decode_fast_path(query, mask) -> bool:
+    return (query.shape[2] == 1 and query.dtype == torch.float32
+            and (mask is None or (mask.dtype == torch.bool and mask.shape[1] == 1)))
+
+
+def _decode_attention(query, key, value, mask, scaling):
+    """Attention of one new position per row as two batched matmuls over each key/value
+    head's whole query group, where torch's CPU flash kernel walks each query head on
+    its own. At long contexts a decode step reads more bytes of cache than of weights:
+    with 4 rows of 3.2k tokens a step took 90-94 ms against 97-111 ms with the flash
+    kernel here (interleaved runs); at 16 short rows both took the same."""
+    b, heads, _, dim = query.shape
+    groups = key.shape[1]
+    q = query.view(b, groups, heads // groups, dim)
+    scores = torch.matmul(q, key.transpose(-1, -2))
+    scores.mul_(scaling if scaling is not None else dim ** -0.5)
+    if mask is not None:
+        scores.masked_fill_(~mask[:, :, -1:, :], float("-inf"))
+    out = torch.matmul(torch.softmax(scores, dim=-1), value)
+    return out.view(b, 1, heads, dim)  # (batch, position, head, dim), as SDPA's path returns
 
 
 AttentionInterface.register(SHARED_KV_SDPA, sdpa_shared_kv)
