@@ -42,6 +42,9 @@ class ModelConfig(_Section):
     """Nucleus sampling mass."""
     max_batch: int = Field(16, ge=1, le=4096)
     """Most sequences decoded together in one generate call."""
+    prefix_cache_mb: int = Field(1024, ge=0, le=1_000_000)
+    """transformers backend: memory for keys/values of finished sequences, so a prompt
+    that continues one (the agent's next turn) prefills only its new tokens; 0 is off."""
 
 
 class SandboxConfig(_Section):

@@ -21,6 +21,7 @@ from spade_tasks.llm.base import (
     get_backend,
     make_backend,
     register_backend,
+    render_prompts,
     request_seed,
 )
 from spade_tasks.llm.scripted import ScriptedBackend
@@ -230,11 +231,35 @@ def test_load_weights_changes_outputs_and_reloading_restores_them(backend, tmp_p
 
     # A second backend over the same model object: reloading replaces only its own model.
     be = TransformersBackend(backend.cfg, model=backend.model, tokenizer=backend.tokenizer)
+    be.generate(CONVS[:1], GREEDY)
+    assert len(be._prefixes) == 1
     be.load_weights(tmp_path / "noisy")
+    assert len(be._prefixes) == 0  # keys/values computed with the old weights are gone
     changed = be.generate(CONVS[:1], GREEDY)[0]
     assert max(abs(a - b) for a, b in zip(changed.logprobs, before.logprobs)) > 1e-3
     be.load_weights(tmp_path / "same")
     assert be.generate(CONVS[:1], GREEDY)[0].token_ids == before.token_ids
+
+
+@pytest.mark.slow
+def test_next_turn_reuses_kept_keys_values_with_the_same_result(backend):
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    cached = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
+                                 model=backend.model, tokenizer=backend.tokenizer)
+    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
+                                model=backend.model, tokenizer=backend.tokenizer)
+    system = {"role": "system", "content": "You play word games and answer briefly. " * 3}
+    first = [[system, {"role": "user", "content": f"Name {n} sea animals."}] for n in (2, 3, 4)]
+    replies = cached.generate(first, GREEDY)
+    assert len(cached._prefixes) == 3
+    nxt = [c + [{"role": "assistant", "content": r.text}, {"role": "user", "content": "One more?"}]
+           for c, r in zip(first, replies)] + [CONVS[0]]  # and a row with nothing kept
+    hits = [cached._prefixes.match(p)[1] for p in render_prompts(backend.tokenizer, nxt, None)]
+    assert all(h > 40 for h in hits[:3]) and hits[3] == 0
+    for a, b in zip(cached.generate(nxt, GREEDY), plain.generate(nxt, GREEDY)):
+        assert a.token_ids == b.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
 
 
 @pytest.mark.slow

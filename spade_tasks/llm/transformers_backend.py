@@ -39,6 +39,7 @@ from spade_tasks.llm.base import (
     request_seed,
 )
 from spade_tasks.llm.loading import ModelRef, load_model, load_tokenizer, resolve_model
+from spade_tasks.llm.prefix_cache import PrefixCache
 
 
 class TransformersBackend(Backend):
@@ -53,9 +54,13 @@ class TransformersBackend(Backend):
             tokenizer = tokenizer or load_tokenizer(ref)
             model = model or load_model(ref, cfg.dtype)
         self._tok = tokenizer
+        budget = getattr(cfg, "prefix_cache_mb", 0) * 2**20
+        self._prefixes = PrefixCache(budget) if budget else None
         self._set_model(model)
 
     def _set_model(self, model) -> None:
+        if self._prefixes is not None:
+            self._prefixes.clear()  # keys/values of the old weights
         if getattr(model.config, "_attn_implementation", None) == "sdpa":
             model.set_attn_implementation(SHARED_KV_SDPA)
         self._model = model.eval()
@@ -119,23 +124,32 @@ class TransformersBackend(Backend):
                 out.update(zip(rest, done))
             return [out[i] for i in range(len(prompts))]
         model, B = self._model, len(prompts)
-        L = max(len(p) for p in prompts)
         n_new = max(caps)
         tokens: list[list[int]] = [[] for _ in range(B)]
         lps: list[list[float]] = [[] for _ in range(B)]
         finish = ["length"] * B
 
-        ids = torch.full((B, L), self._tok.pad_token_id, dtype=torch.long)
+        # Columns of the cache: [0, C) keys/values reused from finished sequences (each
+        # row's right-aligned), [C, L) the prompt tokens still to compute (right-aligned),
+        # then one column per decode step. Masked-out columns are padding.
+        hits = [self._prefixes.match(p) if self._prefixes else (None, 0) for p in prompts]
+        C = max(n for _, n in hits)
+        S = max(len(p) - n for p, (_, n) in zip(prompts, hits))
+        L = C + S
+        ids = torch.full((B, S), self._tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros((B, L), dtype=torch.long)
-        for r, p in enumerate(prompts):
-            ids[r, L - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[r, L - len(p) :] = 1
-        # Positions count real tokens only, so a left-padded row sees the same positions
-        # as the same prompt alone.
+        for r, (p, (_, n)) in enumerate(zip(prompts, hits)):
+            ids[r, S - (len(p) - n) :] = torch.tensor(p[n:], dtype=torch.long)
+            mask[r, C - n : C] = 1
+            mask[r, L - (len(p) - n) :] = 1
+        # Positions count real tokens only, so a padded row sees the same positions as
+        # the same prompt alone.
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = Cache(layer_class_to_replicate=functools.partial(GrowingLayer, L + n_new))
-        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                    use_cache=True, logits_to_keep=1)
+        if C:
+            _load_prefixes(cache, hits, C)
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos[:, C:],
+                    past_key_values=cache, use_cache=True, logits_to_keep=1)
         logits = out.logits[:, -1, :].float()
         next_pos = pos[:, -1:] + 1
         # The mask for every step, allocated once; step t uses its first L + t columns.
@@ -163,8 +177,11 @@ class TransformersBackend(Backend):
                 else:
                     keep.append(j)
             if not keep or step == n_new - 1:
+                self._remember(cache, full_mask, length, prompts, tokens, alive, range(len(alive)))
                 break
             if len(keep) < len(alive):
+                done = [j for j in range(len(alive)) if j not in keep]
+                self._remember(cache, full_mask, length, prompts, tokens, alive, done)
                 sel = torch.tensor(keep, dtype=torch.long)
                 cache.batch_select_indices(sel)
                 full_mask, chosen, next_pos = full_mask[sel], chosen[sel], next_pos[sel]
@@ -180,6 +197,18 @@ class TransformersBackend(Backend):
             logits = out.logits[:, -1, :].float()
             next_pos = next_pos + 1
         return [self._finish(prompts[r], tokens[r], lps[r], finish[r], params) for r in range(B)]
+
+    def _remember(self, cache, full_mask, length, prompts, tokens, alive, rows) -> None:
+        """Keep the keys/values of finished batch ``rows``: their prompt and every
+        generated token but the last (never fed to the model)."""
+        if self._prefixes is None:
+            return
+        for j in rows:
+            r = alive[j]
+            cols = full_mask[j, :length].bool()
+            keys = [layer.keys[j][:, cols] for layer in cache.layers]
+            values = [layer.values[j][:, cols] for layer in cache.layers]
+            self._prefixes.add(list(prompts[r]) + tokens[r][:-1], keys, values)
 
     def _finish(self, prompt, ids, lps, finish, params) -> Completion:
         # The EOS id stays in token_ids (training must see the stop decision) but not in text.
@@ -232,6 +261,21 @@ class GrowingLayer(DynamicLayer):
         if self.is_initialized:
             self._k, self._v = self._k[indices], self._v[indices]
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+
+
+def _load_prefixes(cache: Cache, hits, width: int) -> None:
+    """Write each row's reused keys/values right-aligned into the first ``width``
+    columns of every layer of ``cache`` (zeros, masked out, where a row has fewer)."""
+    first = next(e for e, n in hits if n)
+    for layer in range(len(first.keys)):
+        heads, _, dim = first.keys[layer].shape
+        k = first.keys[layer].new_zeros((len(hits), heads, width, dim))
+        v = torch.zeros_like(k)
+        for r, (e, n) in enumerate(hits):
+            if n:
+                k[r, :, width - n :] = e.keys[layer][:, :n]
+                v[r, :, width - n :] = e.values[layer][:, :n]
+        cache.update(k, v, layer)
 
 
 SHARED_KV_SDPA = "sdpa_shared_kv"
