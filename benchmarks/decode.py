@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 from spade_tasks.config import ModelConfig  # noqa: E402
 from spade_tasks.llm.base import SamplingParams, render_prompts  # noqa: E402
-from spade_tasks.llm.loading import resolve_dtype  # noqa: E402
+from spade_tasks.llm.loading import load_model, resolve_dtype, resolve_model  # noqa: E402
 from spade_tasks.llm.transformers_backend import TransformersBackend  # noqa: E402
 
 TOPICS = ["a dragon", "the sea", "a city at night", "an old clock", "a lost letter", "winter",
@@ -91,8 +91,6 @@ def main() -> None:
     tok = tf.tokenizer
     # The baseline is plain transformers: its own copy of the model, untouched by the
     # backend (which switches the attention function).
-    from spade_tasks.llm.loading import load_model, resolve_model
-
     model = load_model(resolve_model(args.model), args.dtype)
     params = SamplingParams(max_new_tokens=args.new_tokens, temperature=1.0, seed=0)
     all_ids = prompts(tok, max(batches), args.context_words)

@@ -176,17 +176,11 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     assert not leftovers
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_served_deployment_runs_a_generation(tmp_path):
     """README's deployment commands: `prefect server start`, `spade serve`, then
     `prefect deployment run spade/generation` runs the next generation to completion."""
+    from spade_tasks.training import _free_port
+
     port = _free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_HOME=str(tmp_path / "prefect"),
                PREFECT_API_URL=f"http://127.0.0.1:{port}/api", HF_HUB_OFFLINE="1",

@@ -132,7 +132,8 @@ class TransformersBackend(Backend):
         # Columns of the cache: [0, C) keys/values reused from finished sequences (each
         # row's right-aligned), [C, L) the prompt tokens still to compute (right-aligned),
         # then one column per decode step. Masked-out columns are padding.
-        hits = [self._prefixes.match(p) if self._prefixes else (None, 0) for p in prompts]
+        hits = [self._prefixes.match(p) if self._prefixes is not None else (None, 0)
+                for p in prompts]
         C = max(n for _, n in hits)
         S = max(len(p) - n for p, (_, n) in zip(prompts, hits))
         L = C + S
