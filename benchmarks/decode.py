@@ -8,6 +8,11 @@ steps per second.
 
     python benchmarks/decode.py                       # ~2-3 min: 64 new tokens, batch 1/4/8/16
     python benchmarks/decode.py --new-tokens 256 --batches 1,16 --dtype float32
+
+Rows: ``transformers`` is the backend as configured by default (for Llama models, the
+written-out decode step of ``llama_decode.py``); ``tf-forward`` the same backend and
+weights calling the model's own forward at each step; ``hf.generate`` batched
+``model.generate``; ``vllm`` where it is installed.
 """
 
 from __future__ import annotations
@@ -106,6 +111,9 @@ def main() -> None:
           f"= {bound:.0f} steps/s (= tok/s per sequence; {bound / base:.1f}x the baseline)")
 
     runners = {"transformers": lambda ids: sum(len(c.token_ids) for c in tf.generate_from_ids(ids, params))}
+    if tf._decoder is not None:  # the same backend and weights, decoding with model.forward
+        fwd = TransformersBackend(cfg.model_copy(update={"fast_decode": False}), tf.model, tok)
+        runners["tf-forward"] = lambda ids: sum(len(c.token_ids) for c in fwd.generate_from_ids(ids, params))
     if not args.no_hf_batched:
         runners["hf.generate"] = lambda ids: hf_generate(model, tok, ids, args.new_tokens)
     if importlib.util.find_spec("vllm") is not None:

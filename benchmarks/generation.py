@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(REPO / "configs/cpu-tiny.yaml"))
     ap.add_argument("--generations", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the run folder (checkpoints: ~1 GB)")
     args = ap.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,7 +47,17 @@ def main() -> None:
 
     from flows.generation import spade
 
-    for _ in range(args.generations):
+    try:
+        _run(spade, config, args.generations)
+    finally:
+        if args.keep:
+            print(f"run folder kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(spade, config: Path, generations: int) -> None:
+    for _ in range(generations):
         t0 = time.perf_counter()
         summary = spade(config=str(config))
         wall = time.perf_counter() - t0  # includes Prefect's flow/task bookkeeping

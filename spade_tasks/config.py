@@ -45,6 +45,10 @@ class ModelConfig(_Section):
     prefix_cache_mb: int = Field(1024, ge=0, le=1_000_000)
     """transformers backend: memory for keys/values of finished sequences, so a prompt
     that continues one (the agent's next turn) prefills only its new tokens; 0 is off."""
+    fast_decode: bool = True
+    """transformers backend: decode Llama-architecture models with a written-out step
+    (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
+    always use their forward."""
 
 
 class SandboxConfig(_Section):

