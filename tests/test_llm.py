@@ -117,6 +117,9 @@ def test_decode_attention_matches_sdpa_with_shared_kv_heads_and_left_padding():
     out = decode_attention(q, k, v, mask, None)
     assert out.shape == (3, 1, 9, 64)
     assert torch.allclose(out, ref.transpose(1, 2), atol=1e-5)
+    bias = torch.zeros(mask.shape).masked_fill_(~mask, float("-inf"))  # the same mask, additive
+    assert decode_fast_path(q, bias)
+    assert torch.allclose(decode_attention(q, k, v, bias, None), out, atol=1e-6)
 
 
 def test_inverse_cdf_sampling_never_picks_a_zero_probability_token():

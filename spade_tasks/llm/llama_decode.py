@@ -58,7 +58,10 @@ class LlamaDecoder:
         x = body.embed_tokens(ids)  # (b, 1, hidden)
         cos, sin = body.rotary_emb(x, positions)  # (b, 1, head_dim) each
         cos, sin = cos[:, None], _signed_sin(sin)[:, None]  # broadcast over heads
-        keep = mask.bool()[:, None, None, :]  # (b, 1, 1, length): SDPA's boolean mask
+        # Padding as an additive bias, built once per step: adding it to the scores took
+        # 6 us per layer here, where masked_fill with an inverted boolean mask took 45.
+        bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(mask == 0, float("-inf"))
+        bias = bias[:, None, None, :]  # (b, 1, 1, length)
         for i, layer in enumerate(body.layers):
             attn, mlp = layer.self_attn, layer.mlp
             h = F.rms_norm(x, x.shape[-1:], layer.input_layernorm.weight, self.eps)
@@ -66,7 +69,7 @@ class LlamaDecoder:
             k = F.linear(h, attn.k_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
             v = F.linear(h, attn.v_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
             keys, values = cache.update(_rotate(k, cos, sin), v, i)
-            o = attend_one_position(_rotate(q, cos, sin), keys, values, keep, self.scaling)
+            o = attend_one_position(_rotate(q, cos, sin), keys, values, bias, self.scaling)
             x = x + F.linear(o.reshape(b, 1, -1), attn.o_proj.weight)
             h = F.rms_norm(x, x.shape[-1:], layer.post_attention_layernorm.weight, self.eps)
             gate = F.silu(F.linear(h, mlp.gate_proj.weight))
@@ -90,8 +93,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> tor
 
 def attend_one_position(query, keys, values, mask, scaling) -> torch.Tensor:
     """Attention of a query ``(batch, heads, 1, dim)`` over cached ``keys``/``values``
-    ``(batch, kv_heads, length, dim)`` under a boolean ``mask`` ``(batch, 1, 1, length)``;
-    returns ``(batch, 1, heads, dim)``."""
+    ``(batch, kv_heads, length, dim)`` under ``mask`` ``(batch, 1, 1, length)`` (boolean,
+    True where attended, or an additive bias); returns ``(batch, 1, heads, dim)``."""
     if decode_fast_path(query, mask):
         return decode_attention(query, keys, values, mask, scaling)
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, scale=scaling,
@@ -101,9 +104,10 @@ def attend_one_position(query, keys, values, mask, scaling) -> torch.Tensor:
 
 def decode_fast_path(query, mask) -> bool:
     """Whether ``decode_attention`` takes this call: one query position, float32, and a
-    boolean mask shared by all heads (or none)."""
+    mask shared by all heads (or none), boolean or an additive bias."""
     return (query.shape[2] == 1 and query.dtype == torch.float32
-            and (mask is None or (mask.dtype == torch.bool and mask.shape[1] == 1)))
+            and (mask is None or (mask.dtype in (torch.bool, torch.float32)
+                                  and mask.shape[1] == 1)))
 
 
 def decode_attention(query, key, value, mask, scaling):
@@ -117,7 +121,9 @@ def decode_attention(query, key, value, mask, scaling):
     q = query.view(b, groups, heads // groups, dim)
     scores = torch.matmul(q, key.transpose(-1, -2))
     scores.mul_(scaling if scaling is not None else dim ** -0.5)
-    if mask is not None:
+    if mask is not None and mask.dtype == torch.bool:
         scores.masked_fill_(~mask[:, :, -1:, :], float("-inf"))
+    elif mask is not None:
+        scores.add_(mask[:, :, -1:, :])
     out = torch.matmul(torch.softmax(scores, dim=-1), value)
     return out.view(b, 1, heads, dim)  # (batch, position, head, dim), as SDPA's path returns
