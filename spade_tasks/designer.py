@@ -79,7 +79,11 @@ def _example_block(e: MemoryEntry) -> str:
 
 
 def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -> list[dict]:
-    """The chat messages for one design: the setting's contract, then the task."""
+    """The chat messages for one design: the setting's contract, then the task.
+
+    What every design of a generation shares (contract, memory examples, titles) comes
+    before the document, so the backend computes that long common prefix once for the
+    whole batch (``TransformersBackend._share_prefixes``)."""
     system = (PROMPTS / SYSTEM_PROMPTS[setting]).read_text(encoding="utf-8")
     if doc is not None:
         document = ("Take the theme, setting, names and facts of your environment from this "

@@ -266,6 +266,34 @@ def test_next_turn_reuses_kept_keys_values_with_the_same_result(backend):
 
 
 @pytest.mark.slow
+def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(backend):
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    shared = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
+                                 model=backend.model, tokenizer=backend.tokenizer)
+    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
+                                model=backend.model, tokenizer=backend.tokenizer)
+    rules = {"role": "system", "content": "Rules: answer with one short sentence. " * 30}
+    convs = [[rules, {"role": "user", "content": q}] for q in
+             ("Name a fruit.", "Name a large city in Asia.", "Name a colour.")] + [CONVS[0]]
+    computed = []  # input tokens of every forward call (prefill and decode)
+    hook = backend.model.model.embed_tokens.register_forward_hook(
+        lambda mod, args, out: computed.append(args[0].numel()))
+    try:
+        a = shared.generate(convs, GREEDY)
+        with_sharing, computed[:] = sum(computed), []
+        b = plain.generate(convs, GREEDY)
+        without = sum(computed)
+    finally:
+        hook.remove()
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids
+        assert max(abs(u - v) for u, v in zip(x.logprobs, y.logprobs)) < 1e-4
+    width = max(len(c.prompt_token_ids) for c in a)
+    assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
+
+
+@pytest.mark.slow
 def test_bad_model_path_or_checkpoint_is_one_line_error(backend, tmp_path):
     from spade_tasks.llm.transformers_backend import TransformersBackend
 
