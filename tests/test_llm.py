@@ -293,6 +293,51 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
     assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
 
 
+def test_cascade_attention_equals_attention_over_the_copied_prefix():
+    from spade_tasks.llm.llama_decode import cascade_attention, decode_attention
+
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(3, 9, 1, 64, generator=g)
+    shared_k, shared_v = torch.randn(2, 3, 50, 64, generator=g)
+    own_k, own_v = torch.randn(2, 3, 3, 20, 64, generator=g)
+    keep = torch.ones(3, 1, 1, 20, dtype=torch.bool)
+    keep[1, ..., :6] = False  # a row with padding between the shared part and its own
+    bias = torch.zeros(keep.shape).masked_fill_(~keep, float("-inf"))
+    out = cascade_attention(q, own_k, own_v, bias, None, shared_k, shared_v)
+    full_k = torch.cat([shared_k.expand(3, -1, -1, -1), own_k], dim=2)
+    full_v = torch.cat([shared_v.expand(3, -1, -1, -1), own_v], dim=2)
+    full_keep = torch.cat([torch.ones(3, 1, 1, 50, dtype=torch.bool), keep], dim=-1)
+    assert torch.allclose(out, decode_attention(q, full_k, full_v, full_keep, None), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_prefix_every_row_shares_is_read_once_per_decode_step(backend, monkeypatch):
+    from spade_tasks.llm import llama_decode
+    from spade_tasks.llm.transformers_backend import TransformersBackend
+
+    shared = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
+                                 model=backend.model, tokenizer=backend.tokenizer)
+    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
+                                model=backend.model, tokenizer=backend.tokenizer)
+    calls = []
+    real = llama_decode.cascade_attention
+    monkeypatch.setattr(llama_decode, "cascade_attention",
+                        lambda *a: calls.append(a[5].shape[1]) or real(*a))
+    rules = {"role": "system", "content": "Rules: answer with one short sentence. " * 40}
+    convs = [[rules, {"role": "user", "content": q}] for q in
+             ("Name a fruit.", "Name a large city in Asia.", "Name a colour.")]
+    a, b = shared.generate(convs, GREEDY), plain.generate(convs, GREEDY)
+    assert calls and min(calls) >= 256  # decode took the shared columns once per step
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids
+        assert max(abs(u - v) for u, v in zip(x.logprobs, y.logprobs)) < 1e-4
+    # What the finished rows left in the prefix cache holds their whole sequences.
+    for c in a:
+        entry, n = shared._prefixes.match(c.prompt_token_ids + c.token_ids + [0])
+        assert n == len(c.prompt_token_ids) + len(c.token_ids) - 1
+        assert all(k.shape[1] == len(entry.ids) for k in entry.keys)
+
+
 @pytest.mark.slow
 def test_bad_model_path_or_checkpoint_is_one_line_error(backend, tmp_path):
     from spade_tasks.llm.transformers_backend import TransformersBackend

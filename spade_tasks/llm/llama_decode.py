@@ -52,7 +52,9 @@ class LlamaDecoder:
         )
 
     def __call__(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
-                 cache) -> torch.Tensor:
+                 cache, shared=None) -> torch.Tensor:
+        """``shared``: per layer, keys and values ``(kv_heads, n, head_dim)`` that every
+        row attends to before its own ``cache`` columns (``mask`` covers only those)."""
         body = self.model.model
         b = ids.shape[0]
         x = body.embed_tokens(ids)  # (b, 1, hidden)
@@ -69,7 +71,11 @@ class LlamaDecoder:
             k = F.linear(h, attn.k_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
             v = F.linear(h, attn.v_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
             keys, values = cache.update(_rotate(k, cos, sin), v, i)
-            o = attend_one_position(_rotate(q, cos, sin), keys, values, bias, self.scaling)
+            q = _rotate(q, cos, sin)
+            if shared is None:
+                o = attend_one_position(q, keys, values, bias, self.scaling)
+            else:
+                o = cascade_attention(q, keys, values, bias, self.scaling, *shared[i])
             x = x + F.linear(o.reshape(b, 1, -1), attn.o_proj.weight)
             h = F.rms_norm(x, x.shape[-1:], layer.post_attention_layernorm.weight, self.eps)
             gate = F.silu(F.linear(h, mlp.gate_proj.weight))
@@ -100,6 +106,28 @@ def attend_one_position(query, keys, values, mask, scaling) -> torch.Tensor:
     out = F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, scale=scaling,
                                          enable_gqa=True)
     return out.transpose(1, 2)
+
+
+def cascade_attention(query, keys, values, bias, scaling, shared_keys, shared_values):
+    """``attend_one_position`` over ``[shared | own]`` columns, where the ``shared``
+    keys/values ``(kv_heads, n, dim)`` are one copy for every row: all rows' queries
+    meet them in one matmul per key/value head, so a step reads them once, not once
+    per row. ``bias`` (additive, ``(batch, 1, 1, length)``) covers the own columns."""
+    b, heads, _, dim = query.shape
+    groups, n = keys.shape[1], shared_keys.shape[1]
+    per = heads // groups
+    q = query.view(b, groups, per, dim)
+    by_head = q.transpose(0, 1).reshape(groups, b * per, dim)
+    scores_shared = torch.matmul(by_head, shared_keys.transpose(-1, -2))
+    scores_own = torch.matmul(q, keys.transpose(-1, -2))
+    if bias is not None:
+        scores_own.add_(bias)
+    scores = torch.cat([scores_shared.view(groups, b, per, n).transpose(0, 1), scores_own], -1)
+    probs = torch.softmax(scores.mul_(scaling if scaling is not None else dim ** -0.5), dim=-1)
+    shared_probs = probs[..., :n].transpose(0, 1).reshape(groups, b * per, n)
+    out = torch.matmul(shared_probs, shared_values).view(groups, b, per, dim).transpose(0, 1)
+    out = out + torch.matmul(probs[..., n:], values)
+    return out.reshape(b, 1, heads, dim)
 
 
 def decode_fast_path(query, mask) -> bool:

@@ -44,6 +44,8 @@ from spade_tasks.llm.prefix_cache import PrefixCache, common_prefix
 
 # A shared prefix shorter than this is computed with each row (not worth a prefill call).
 SHARED_PREFIX_MIN_TOKENS = 64
+# Decode reads a prefix that all rows share once per step from this length on.
+CASCADE_MIN_TOKENS = 256
 
 
 class TransformersBackend(Backend):
@@ -169,11 +171,13 @@ class TransformersBackend(Backend):
         lps: list[list[float]] = [[] for _ in range(B)]
         finish = ["length"] * B
 
-        # Columns of the cache: [0, C) keys/values reused from finished sequences (each
-        # row's right-aligned), [C, L) the prompt tokens still to compute (right-aligned),
-        # then one column per decode step. Masked-out columns are padding.
+        # Columns of the cache: [0, C) keys/values reused from finished sequences (the
+        # first P, which every row shares, in place; the rest of each row's
+        # right-aligned), [C, L) the prompt tokens still to compute (right-aligned), then
+        # one column per decode step. Masked-out columns are padding.
         hits = [self._prefixes.match(p) if self._prefixes is not None else (None, 0)
                 for p in prompts]
+        P = _shared_reuse(prompts, hits)
         C = max(n for _, n in hits)
         S = max(len(p) - n for p, (_, n) in zip(prompts, hits))
         L = C + S
@@ -181,14 +185,15 @@ class TransformersBackend(Backend):
         mask = torch.zeros((B, L), dtype=torch.long)
         for r, (p, (_, n)) in enumerate(zip(prompts, hits)):
             ids[r, S - (len(p) - n) :] = torch.tensor(p[n:], dtype=torch.long)
-            mask[r, C - n : C] = 1
+            mask[r, :P] = 1
+            mask[r, C - (n - P) : C] = 1
             mask[r, L - (len(p) - n) :] = 1
         # Positions count real tokens only, so a padded row sees the same positions as
         # the same prompt alone.
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = Cache(layer_class_to_replicate=functools.partial(GrowingLayer, L + n_new))
         if C:
-            _load_prefixes(cache, hits, C)
+            _load_prefixes(cache, hits, C, P)
         out = model(input_ids=ids, attention_mask=mask, position_ids=pos[:, C:],
                     past_key_values=cache, use_cache=True, logits_to_keep=1)
         logits = out.logits[:, -1, :].float()
@@ -196,6 +201,12 @@ class TransformersBackend(Backend):
         # The mask for every step, allocated once; step t uses its first L + t columns.
         full_mask = torch.cat([mask, mask.new_ones((B, n_new))], dim=1)
         length = L
+        shared = None
+        if P >= CASCADE_MIN_TOKENS and self._decoder is not None:
+            # Decode attends to the shared columns once for all rows (cascade attention)
+            # instead of reading B copies of them at every step.
+            shared = [layer.drop_front(P) for layer in cache.layers]
+            full_mask, length = full_mask[:, P:], length - P
 
         gens = [torch.Generator().manual_seed(s) for s in seeds]
         alive = list(range(B))  # batch row -> request index, in cache order
@@ -218,29 +229,31 @@ class TransformersBackend(Backend):
                 else:
                     keep.append(j)
             if not keep or step == n_new - 1:
-                self._remember(cache, full_mask, length, prompts, tokens, alive, range(len(alive)))
+                self._remember(cache, full_mask, length, prompts, tokens, alive, range(len(alive)),
+                               shared)
                 break
             if len(keep) < len(alive):
                 done = [j for j in range(len(alive)) if j not in keep]
-                self._remember(cache, full_mask, length, prompts, tokens, alive, done)
+                self._remember(cache, full_mask, length, prompts, tokens, alive, done, shared)
                 sel = torch.tensor(keep, dtype=torch.long)
                 cache.batch_select_indices(sel)
                 full_mask, chosen, next_pos = full_mask[sel], chosen[sel], next_pos[sel]
                 alive = [alive[j] for j in keep]
             length += 1
-            logits = self._decode(chosen[:, None], full_mask[:, :length], next_pos, cache)
+            logits = self._decode(chosen[:, None], full_mask[:, :length], next_pos, cache, shared)
             next_pos = next_pos + 1
         return [self._finish(prompts[r], tokens[r], lps[r], finish[r], params) for r in range(B)]
 
-    def _decode(self, ids, mask, positions, cache) -> torch.Tensor:
+    def _decode(self, ids, mask, positions, cache, shared=None) -> torch.Tensor:
         """Next-token logits (float32) for one new position per row."""
         if self._decoder is not None:
-            return self._decoder(ids, mask, positions, cache)
+            return self._decoder(ids, mask, positions, cache, shared)
         out = self._model(input_ids=ids, attention_mask=mask, position_ids=positions,
                           past_key_values=cache, use_cache=True)
         return out.logits[:, -1, :].float()
 
-    def _remember(self, cache, full_mask, length, prompts, tokens, alive, rows) -> None:
+    def _remember(self, cache, full_mask, length, prompts, tokens, alive, rows,
+                  shared=None) -> None:
         """Keep the keys/values of finished batch ``rows``: their prompt and every
         generated token but the last (never fed to the model)."""
         if self._prefixes is None:
@@ -250,6 +263,9 @@ class TransformersBackend(Backend):
             cols = full_mask[j, :length].bool()
             keys = [layer.keys[j][:, cols] for layer in cache.layers]
             values = [layer.values[j][:, cols] for layer in cache.layers]
+            if shared is not None:
+                keys = [torch.cat([k, own], dim=1) for (k, _), own in zip(shared, keys)]
+                values = [torch.cat([v, own], dim=1) for (_, v), own in zip(shared, values)]
             self._prefixes.add(list(prompts[r]) + tokens[r][:-1], keys, values)
 
     def _finish(self, prompt, ids, lps, finish, params) -> Completion:
@@ -316,15 +332,34 @@ class GrowingLayer(DynamicLayer):
         super().reset()
         self.length = 0
 
+    def drop_front(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Remove the first ``n`` columns, which every row holds alike, and return them
+        once: keys and values ``(kv_heads, n, head_dim)`` (row 0's copy)."""
+        shared = self._k[0, :, :n].clone(), self._v[0, :, :n].clone()
+        self._k, self._v = self._k[:, :, n:].contiguous(), self._v[:, :, n:].contiguous()
+        self.length -= n
+        self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+        return shared
+
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.is_initialized:
             self._k, self._v = self._k[indices], self._v[indices]
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
 
-def _load_prefixes(cache: Cache, hits, width: int) -> None:
-    """Write each row's reused keys/values right-aligned into the first ``width``
-    columns of every layer of ``cache`` (zeros, masked out, where a row has fewer)."""
+def _shared_reuse(prompts, hits) -> int:
+    """How many leading tokens every prompt has in common and reuses from the cache."""
+    if len(prompts) < 2 or not all(n for _, n in hits):
+        return 0
+    first = torch.tensor(prompts[0], dtype=torch.long)
+    shared = min(common_prefix(first, torch.tensor(p, dtype=torch.long)) for p in prompts[1:])
+    return min(shared, *(n for _, n in hits))
+
+
+def _load_prefixes(cache: Cache, hits, width: int, shared: int = 0) -> None:
+    """Write each row's reused keys/values into the first ``width`` columns of every
+    layer of ``cache``: the first ``shared`` (alike in every row) at the start, the rest
+    right-aligned (zeros, masked out, where a row has fewer)."""
     first = next(e for e, n in hits if n)
     for layer in range(len(first.keys)):
         heads, _, dim = first.keys[layer].shape
@@ -332,8 +367,10 @@ def _load_prefixes(cache: Cache, hits, width: int) -> None:
         v = torch.zeros_like(k)
         for r, (e, n) in enumerate(hits):
             if n:
-                k[r, :, width - n :] = e.keys[layer][:, :n]
-                v[r, :, width - n :] = e.values[layer][:, :n]
+                k[r, :, :shared] = e.keys[layer][:, :shared]
+                v[r, :, :shared] = e.values[layer][:, :shared]
+                k[r, :, width - (n - shared) :] = e.keys[layer][:, shared:n]
+                v[r, :, width - (n - shared) :] = e.values[layer][:, shared:n]
         cache.update(k, v, layer)
 
 
