@@ -12,7 +12,9 @@ steps per second.
 Rows: ``transformers`` is the backend as configured by default (for Llama models, the
 written-out decode step of ``llama_decode.py``); ``tf-forward`` the same backend and
 weights calling the model's own forward at each step; ``hf.generate`` batched
-``model.generate``; ``vllm`` where it is installed.
+``model.generate``; ``vllm`` where it is installed; ``llama.cpp`` one stream of the GGUF
+file where ``llama-cpp-python`` is installed (``pip install llama-cpp-python``: a source
+build of several minutes, so not part of ``make setup``).
 """
 
 from __future__ import annotations
@@ -127,11 +129,49 @@ def main() -> None:
     else:
         print("vllm: not installed, skipped")
 
+    rates: dict[tuple[str, int], float] = {}
     print(f"\n{'backend':<14}{'batch':>6}{'tokens':>8}{'tok/s':>9}{'x baseline':>12}{'x bound/seq':>13}")
     for name, run in runners.items():
         for b in batches:
             s, n = timed(lambda: run(all_ids[:b]), args.repeats)
+            rates[name, b] = n / s
             print(f"{name:<14}{b:>6}{n:>8}{n / s:>9.1f}{n / s / base:>12.2f}{n / s / b / bound:>13.2f}")
+    single = llama_cpp_single_stream(args.model, all_ids[0], args.new_tokens, args.repeats)
+    if single is not None:
+        print(f"{'llama.cpp':<14}{1:>6}{args.new_tokens:>8}{single:>9.1f}{single / base:>12.2f}"
+              f"{'':>13}   (the GGUF file itself, one stream)")
+    top = max(batches)
+    if ("transformers", top) in rates:
+        rate = rates["transformers", top]
+        vs = f"; {rate / single:.2f}x llama.cpp's one stream" if single else ""
+        print(f"\ngoal at {top} sequences: >= 8x the baseline and above the best single-stream "
+              f"CPU engine: {rate / base:.2f}x the baseline{vs}")
+
+
+def llama_cpp_single_stream(model: str, prompt: list[int], new_tokens: int,
+                            repeats: int) -> float | None:
+    """tok/s of llama.cpp (``llama-cpp-python``, where installed) sampling ``new_tokens``
+    after ``prompt`` from the embedded GGUF file: the single-stream CPU engine to beat."""
+    ref = resolve_model(model)
+    if importlib.util.find_spec("llama_cpp") is None or ref.gguf_file is None:
+        print("llama.cpp: llama-cpp-python not installed (or not a GGUF model), skipped")
+        return None
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=os.path.join(ref.path, ref.gguf_file), n_ctx=len(prompt) + new_tokens + 8,
+                n_threads=torch.get_num_threads(), seed=0, verbose=False)
+
+    def run() -> int:
+        n = 0
+        for _ in llm.generate(prompt, top_k=0, top_p=1.0, temp=1.0):  # EOS does not stop it
+            n += 1
+            if n == new_tokens:
+                break
+        return n
+
+    run()  # warm-up
+    s, n = timed(run, repeats)
+    return n / s
 
 
 if __name__ == "__main__":  # vLLM starts worker processes, which re-import this file
