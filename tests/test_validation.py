@@ -61,8 +61,10 @@ CASES = {
                          'return "Correct!", 1.0, False, False, {}'),
     "oracle_feasible": mutate("return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)",
                               "return str(10)"),
+    # Unseeded, over a range wide enough that a replay never draws the same number by
+    # chance (from 1 to 9, one run in nine passed the check).
     "determinism": mutate("self.n = random.Random(seed).randint(1, 9)",
-                          "self.n = random.randint(1, 9)"),
+                          "self.n = random.randint(1, 10**9)"),
     "non_trivial": mutate('return "Reply with a number.", 0.0, False, False, {}',
                           'return "Solved anyway.", 1.0, True, False, {}'),
     "hint": mutate('return "Halve the interval each turn."', 'return ""'),
