@@ -244,14 +244,26 @@ def test_load_weights_changes_outputs_and_reloading_restores_them(backend, tmp_p
     assert be.generate(CONVS[:1], GREEDY)[0].token_ids == before.token_ids
 
 
-@pytest.mark.slow
-def test_next_turn_reuses_kept_keys_values_with_the_same_result(backend):
+def with_and_without_prefix_cache(backend):
+    """Two backends on ``backend``'s model: one keeping keys/values (64 MB), one not."""
     from spade_tasks.llm.transformers_backend import TransformersBackend
 
-    cached = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
-                                 model=backend.model, tokenizer=backend.tokenizer)
-    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
-                                model=backend.model, tokenizer=backend.tokenizer)
+    return tuple(TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": mb}),
+                                     model=backend.model, tokenizer=backend.tokenizer)
+                 for mb in (64, 0))
+
+
+def assert_same_completions(a, b, tol: float = 1e-4) -> None:
+    """The same tokens, and log-probs within ``tol`` (float rounding of other paths)."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids
+        assert max(abs(u - v) for u, v in zip(x.logprobs, y.logprobs)) < tol
+
+
+@pytest.mark.slow
+def test_next_turn_reuses_kept_keys_values_with_the_same_result(backend):
+    cached, plain = with_and_without_prefix_cache(backend)
     system = {"role": "system", "content": "You play word games and answer briefly. " * 3}
     first = [[system, {"role": "user", "content": f"Name {n} sea animals."}] for n in (2, 3, 4)]
     replies = cached.generate(first, GREEDY)
@@ -260,19 +272,12 @@ def test_next_turn_reuses_kept_keys_values_with_the_same_result(backend):
            for c, r in zip(first, replies)] + [CONVS[0]]  # and a row with nothing kept
     hits = [cached._prefixes.match(p)[1] for p in render_prompts(backend.tokenizer, nxt, None)]
     assert all(h > 40 for h in hits[:3]) and hits[3] == 0
-    for a, b in zip(cached.generate(nxt, GREEDY), plain.generate(nxt, GREEDY)):
-        assert a.token_ids == b.token_ids
-        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+    assert_same_completions(cached.generate(nxt, GREEDY), plain.generate(nxt, GREEDY))
 
 
 @pytest.mark.slow
 def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(backend):
-    from spade_tasks.llm.transformers_backend import TransformersBackend
-
-    shared = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
-                                 model=backend.model, tokenizer=backend.tokenizer)
-    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
-                                model=backend.model, tokenizer=backend.tokenizer)
+    shared, plain = with_and_without_prefix_cache(backend)
     rules = {"role": "system", "content": "Rules: answer with one short sentence. " * 30}
     convs = [[rules, {"role": "user", "content": q}] for q in
              ("Name a fruit.", "Name a large city in Asia.", "Name a colour.")] + [CONVS[0]]
@@ -286,9 +291,7 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
         without = sum(computed)
     finally:
         hook.remove()
-    for x, y in zip(a, b):
-        assert x.token_ids == y.token_ids
-        assert max(abs(u - v) for u, v in zip(x.logprobs, y.logprobs)) < 1e-4
+    assert_same_completions(a, b)
     width = max(len(c.prompt_token_ids) for c in a)
     assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
 
@@ -313,12 +316,7 @@ def test_cascade_attention_equals_attention_over_the_copied_prefix():
 @pytest.mark.slow
 def test_a_prefix_every_row_shares_is_read_once_per_decode_step(backend, monkeypatch):
     from spade_tasks.llm import llama_decode
-    from spade_tasks.llm.transformers_backend import TransformersBackend
-
-    shared = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 64}),
-                                 model=backend.model, tokenizer=backend.tokenizer)
-    plain = TransformersBackend(backend.cfg.model_copy(update={"prefix_cache_mb": 0}),
-                                model=backend.model, tokenizer=backend.tokenizer)
+    shared, plain = with_and_without_prefix_cache(backend)
     calls = []
     real = llama_decode.cascade_attention
     monkeypatch.setattr(llama_decode, "cascade_attention",
@@ -328,9 +326,7 @@ def test_a_prefix_every_row_shares_is_read_once_per_decode_step(backend, monkeyp
              ("Name a fruit.", "Name a large city in Asia.", "Name a colour.")]
     a, b = shared.generate(convs, GREEDY), plain.generate(convs, GREEDY)
     assert calls and min(calls) >= 256  # decode took the shared columns once per step
-    for x, y in zip(a, b):
-        assert x.token_ids == y.token_ids
-        assert max(abs(u - v) for u, v in zip(x.logprobs, y.logprobs)) < 1e-4
+    assert_same_completions(a, b)
     # What the finished rows left in the prefix cache holds their whole sequences.
     for c in a:
         entry, n = shared._prefixes.match(c.prompt_token_ids + c.token_ids + [0])
