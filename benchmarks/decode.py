@@ -10,8 +10,9 @@ steps per second.
     python benchmarks/decode.py --new-tokens 256 --batches 1,16 --dtype float32
 
 Rows: ``transformers`` is the backend as configured by default (for Llama models, the
-written-out decode step of ``llama_decode.py``); ``tf-forward`` the same backend and
-weights calling the model's own forward at each step; ``hf.generate`` batched
+written-out decode step of ``llama_decode.py``, its matmuls through the packed kernel
+of ``cpu_linear.py`` on AVX-512 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
+``tf-forward`` the same backend and weights calling the model's own forward at each step; ``hf.generate`` batched
 ``model.generate``; ``vllm`` where it is installed; ``llama.cpp`` one stream of the GGUF
 file where ``llama-cpp-python`` is installed (``pip install llama-cpp-python``: a source
 build of several minutes, so not part of ``make setup``).
@@ -113,6 +114,10 @@ def main() -> None:
           f"= {bound:.0f} steps/s (= tok/s per sequence; {bound / base:.1f}x the baseline)")
 
     runners = {"transformers": lambda ids: sum(len(c.token_ids) for c in tf.generate_from_ids(ids, params))}
+    if tf._decoder is not None and tf._decoder.linear is not torch.nn.functional.linear:
+        # the same backend and weights, multiplying with MKL instead of the packed kernel
+        mkl = TransformersBackend(cfg.model_copy(update={"decode_kernel": False}), tf.model, tok)
+        runners["tf-mkl"] = lambda ids: sum(len(c.token_ids) for c in mkl.generate_from_ids(ids, params))
     if tf._decoder is not None:  # the same backend and weights, decoding with model.forward
         fwd = TransformersBackend(cfg.model_copy(update={"fast_decode": False}), tf.model, tok)
         runners["tf-forward"] = lambda ids: sum(len(c.token_ids) for c in fwd.generate_from_ids(ids, params))

@@ -12,6 +12,7 @@ from transformers.cache_utils import Cache
 
 from spade_tasks.config import ModelConfig
 from spade_tasks.llm.base import SamplingParams
+from spade_tasks.llm.cpu_linear import PackedLinear, load_kernel, small_batch_linear
 from spade_tasks.llm.llama_decode import LlamaDecoder
 from spade_tasks.llm.transformers_backend import (
     SHARED_KV_SDPA,
@@ -49,9 +50,13 @@ def prefill(model, rows: list[list[int]], extra: int):
 
 
 @torch.inference_mode()
-def test_decode_steps_match_the_model_forward_with_left_padding():
+@pytest.mark.parametrize("kernel", [False, True], ids=["F.linear", "packed kernel"])
+def test_decode_steps_match_the_model_forward_with_left_padding(kernel):
     model = tiny_llama()
-    decoder = LlamaDecoder(model)
+    linear = small_batch_linear() if kernel else None
+    if kernel and linear is None:
+        pytest.skip("no AVX-512 CPU or no C++ compiler here")
+    decoder = LlamaDecoder(model, linear)
     rows = [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14], [20, 21, 22, 23, 24]]
     ours, mask, pos, width = prefill(model, rows, extra=4)
     ref = copy.deepcopy(ours)
@@ -104,6 +109,8 @@ def test_input_major_layout_keeps_outputs_and_leaves_the_tied_head_alone():
 def test_real_model_greedy_decode_is_the_same_with_and_without_the_written_out_step():
     fast = TransformersBackend(ModelConfig(dtype="float32", prefix_cache_mb=0))
     assert fast._decoder is not None  # SmolLM2 is a Llama
+    # ... whose matmuls go through the packed kernel wherever it runs
+    assert isinstance(fast._decoder.linear, PackedLinear) == (load_kernel() is not None)
     plain = TransformersBackend(ModelConfig(dtype="float32", prefix_cache_mb=0, fast_decode=False),
                                 model=fast.model, tokenizer=fast.tokenizer)
     assert plain._decoder is None

@@ -26,8 +26,11 @@ class LlamaDecoder:
     ``model(input_ids=ids, attention_mask=mask, position_ids=positions,
     past_key_values=cache).logits[:, -1]`` gives, up to float rounding."""
 
-    def __init__(self, model):
+    def __init__(self, model, linear=None):
+        """``linear(x, weight)``: ``F.linear`` without bias, or a faster equivalent
+        (``cpu_linear.PackedLinear``)."""
         self.model = model
+        self.linear = linear or F.linear
         cfg = model.config
         self.eps = cfg.rms_norm_eps
         attn = model.model.layers[0].self_attn
@@ -67,21 +70,21 @@ class LlamaDecoder:
         for i, layer in enumerate(body.layers):
             attn, mlp = layer.self_attn, layer.mlp
             h = F.rms_norm(x, x.shape[-1:], layer.input_layernorm.weight, self.eps)
-            q = F.linear(h, attn.q_proj.weight).view(b, self.heads, 1, self.head_dim)
-            k = F.linear(h, attn.k_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
-            v = F.linear(h, attn.v_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
+            q = self.linear(h, attn.q_proj.weight).view(b, self.heads, 1, self.head_dim)
+            k = self.linear(h, attn.k_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
+            v = self.linear(h, attn.v_proj.weight).view(b, self.kv_heads, 1, self.head_dim)
             keys, values = cache.update(_rotate(k, cos, sin), v, i)
             q = _rotate(q, cos, sin)
             if shared is None:
                 o = attend_one_position(q, keys, values, bias, self.scaling)
             else:
                 o = cascade_attention(q, keys, values, bias, self.scaling, *shared[i])
-            x = x + F.linear(o.reshape(b, 1, -1), attn.o_proj.weight)
+            x = x + self.linear(o.reshape(b, 1, -1), attn.o_proj.weight)
             h = F.rms_norm(x, x.shape[-1:], layer.post_attention_layernorm.weight, self.eps)
-            gate = F.silu(F.linear(h, mlp.gate_proj.weight))
-            x = x + F.linear(gate.mul_(F.linear(h, mlp.up_proj.weight)), mlp.down_proj.weight)
+            gate = F.silu(self.linear(h, mlp.gate_proj.weight))
+            x = x + self.linear(gate.mul_(self.linear(h, mlp.up_proj.weight)), mlp.down_proj.weight)
         x = F.rms_norm(x, x.shape[-1:], body.norm.weight, self.eps)
-        return self.model.lm_head(x[:, -1]).float()
+        return self.linear(x[:, -1], self.model.lm_head.weight).float()
 
 
 def _signed_sin(sin: torch.Tensor) -> torch.Tensor:

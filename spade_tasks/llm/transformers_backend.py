@@ -38,6 +38,7 @@ from spade_tasks.llm.base import (
     render_prompts,
     request_seed,
 )
+from spade_tasks.llm.cpu_linear import small_batch_linear
 from spade_tasks.llm.llama_decode import LlamaDecoder, decode_attention, decode_fast_path
 from spade_tasks.llm.loading import ModelRef, load_model, load_tokenizer, resolve_model
 from spade_tasks.llm.prefix_cache import PrefixCache, common_prefix
@@ -73,7 +74,10 @@ class TransformersBackend(Backend):
         if _on_cpu(model):
             _store_input_major(model)
         fast = getattr(self.cfg, "fast_decode", True) and LlamaDecoder.supports(model)
-        self._decoder = LlamaDecoder(model) if fast else None
+        linear = None
+        if fast and getattr(self.cfg, "decode_kernel", True) and _on_cpu(model):
+            linear = small_batch_linear()
+        self._decoder = LlamaDecoder(model, linear) if fast else None
         self._eos = eos_token_ids(self._tok, getattr(model, "generation_config", None))
         self._max_ctx = getattr(model.config, "max_position_embeddings", None)
 

@@ -1,0 +1,67 @@
+"""The packed small-batch kernel behind the CPU decode step's matmuls."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spade_tasks.llm.cpu_linear import MAX_ROWS, MIN_ROWS, PackedLinear, load_kernel
+
+kernel = load_kernel()
+needs_kernel = pytest.mark.skipif(kernel is None, reason="no AVX-512 CPU or no C++ compiler here")
+
+
+@needs_kernel
+@pytest.mark.parametrize("rows", [MIN_ROWS, 3, 7, 16, 17, MAX_ROWS])
+def test_kernel_equals_f_linear(rows):
+    torch.manual_seed(rows)
+    x, w = torch.randn(rows, 37), torch.randn(48, 37)  # an odd width, three strips
+    got = PackedLinear(kernel)(x, w)
+    assert got.shape == (rows, 48)
+    assert torch.allclose(got, F.linear(x, w), atol=1e-5, rtol=1e-5)
+
+
+@needs_kernel
+def test_kernel_takes_strided_weights_and_keeps_leading_dims():
+    torch.manual_seed(0)
+    w = torch.randn(64, 32).t().contiguous().t()  # the backend's input-major layout
+    x = torch.randn(4, 1, 64)[..., :32]  # not contiguous
+    got = PackedLinear(kernel)(x, w)
+    assert got.shape == (4, 1, 64)
+    assert torch.allclose(got, F.linear(x, w), atol=1e-5)
+
+
+@needs_kernel
+def test_a_weight_changed_in_place_is_packed_again():
+    linear, x, w = PackedLinear(kernel), torch.randn(4, 32), torch.randn(32, 32)
+    before = linear(x, w)
+    with torch.no_grad():
+        w.copy_(torch.randn(32, 32))
+    after = linear(x, w)
+    assert not torch.allclose(before, after)
+    assert torch.allclose(after, F.linear(x, w), atol=1e-5)
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", ["one row", "too many rows", "width not in strips", "bfloat16"])
+def test_what_the_kernel_does_not_take_goes_to_f_linear_unchanged(case):
+    torch.manual_seed(1)
+    x, w = torch.randn(4, 32), torch.randn(32, 32)
+    if case == "one row":
+        x = x[:1]
+    elif case == "too many rows":
+        x = torch.randn(MAX_ROWS + 1, 32)
+    elif case == "width not in strips":
+        w = torch.randn(40, 32)
+    else:
+        x, w = x.bfloat16(), w.bfloat16()
+    linear = PackedLinear(kernel)
+    assert torch.equal(linear(x, w), F.linear(x, w))
+    assert not linear._packs  # nothing was packed
+
+
+@needs_kernel
+def test_training_gradients_flow_through_f_linear():
+    x = torch.randn(4, 32, requires_grad=True)
+    w = torch.randn(32, 32, requires_grad=True)
+    PackedLinear(kernel)(x, w).sum().backward()
+    assert x.grad is not None and w.grad is not None
