@@ -296,9 +296,14 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
     assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
 
 
-def test_cascade_attention_equals_attention_over_the_copied_prefix():
-    from spade_tasks.llm.llama_decode import cascade_attention, decode_attention
+@pytest.mark.parametrize("packed", [False, True], ids=["matmul", "packed kernel"])
+def test_cascade_attention_equals_attention_over_the_copied_prefix(packed):
+    from spade_tasks.llm.cpu_linear import load_kernel
+    from spade_tasks.llm.llama_decode import SharedPrefix, cascade_attention, decode_attention
 
+    kernel = load_kernel() if packed else None
+    if packed and kernel is None:
+        pytest.skip("no AVX-512 CPU or no C++ compiler here")
     g = torch.Generator().manual_seed(2)
     q = torch.randn(3, 9, 1, 64, generator=g)
     shared_k, shared_v = torch.randn(2, 3, 50, 64, generator=g)
@@ -306,7 +311,8 @@ def test_cascade_attention_equals_attention_over_the_copied_prefix():
     keep = torch.ones(3, 1, 1, 20, dtype=torch.bool)
     keep[1, ..., :6] = False  # a row with padding between the shared part and its own
     bias = torch.zeros(keep.shape).masked_fill_(~keep, float("-inf"))
-    out = cascade_attention(q, own_k, own_v, bias, None, shared_k, shared_v)
+    # 50 shared columns: the packed kernel pads them to 64
+    out = cascade_attention(q, own_k, own_v, bias, None, SharedPrefix(shared_k, shared_v, kernel))
     full_k = torch.cat([shared_k.expand(3, -1, -1, -1), own_k], dim=2)
     full_v = torch.cat([shared_v.expand(3, -1, -1, -1), own_v], dim=2)
     full_keep = torch.cat([torch.ones(3, 1, 1, 50, dtype=torch.bool), keep], dim=-1)
@@ -320,7 +326,7 @@ def test_a_prefix_every_row_shares_is_read_once_per_decode_step(backend, monkeyp
     calls = []
     real = llama_decode.cascade_attention
     monkeypatch.setattr(llama_decode, "cascade_attention",
-                        lambda *a: calls.append(a[5].shape[1]) or real(*a))
+                        lambda *a: calls.append(a[5].n) or real(*a))
     rules = {"role": "system", "content": "Rules: answer with one short sentence. " * 40}
     convs = [[rules, {"role": "user", "content": q}] for q in
              ("Name a fruit.", "Name a large city in Asia.", "Name a colour.")]

@@ -62,7 +62,7 @@ class PackedLinear:
     with a multiple of 16 rows; anything else goes to ``F.linear``."""
 
     def __init__(self, kernel):
-        self._kernel = kernel
+        self.kernel = kernel
         # id(weight) -> (weight, version, data_ptr, packed); the weight is held so that
         # its id cannot be reused by another tensor while the entry exists.
         self._packs: dict[int, tuple[torch.Tensor, int, int, torch.Tensor]] = {}
@@ -74,7 +74,7 @@ class PackedLinear:
                 and weight.dim() == 2 and weight.shape[0] % STRIP == 0
                 and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
             return F.linear(x, weight)
-        out = self._kernel.packed_linear(x.reshape(rows, x.shape[-1]).contiguous(), self._packed(weight))
+        out = self.kernel.packed_bmm(x.reshape(1, rows, x.shape[-1]).contiguous(), self._packed(weight))
         return out.view(*x.shape[:-1], weight.shape[0])
 
     def _packed(self, weight: torch.Tensor) -> torch.Tensor:
@@ -82,7 +82,7 @@ class PackedLinear:
         version = _version(weight)
         if (entry is None or entry[0] is not weight or entry[1] != version
                 or entry[2] != weight.data_ptr()):
-            entry = (weight, version, weight.data_ptr(), self._kernel.pack(weight))
+            entry = (weight, version, weight.data_ptr(), self.kernel.pack(weight)[None])
             self._packs[id(weight)] = entry
         return entry[3]
 

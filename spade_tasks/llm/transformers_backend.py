@@ -209,7 +209,7 @@ class TransformersBackend(Backend):
         if P >= CASCADE_MIN_TOKENS and self._decoder is not None:
             # Decode attends to the shared columns once for all rows (cascade attention)
             # instead of reading B copies of them at every step.
-            shared = [layer.drop_front(P) for layer in cache.layers]
+            shared = [self._decoder.shared_prefix(*layer.drop_front(P)) for layer in cache.layers]
             full_mask, length = full_mask[:, P:], length - P
 
         gens = [torch.Generator().manual_seed(s) for s in seeds]
@@ -268,8 +268,8 @@ class TransformersBackend(Backend):
             keys = [layer.keys[j][:, cols] for layer in cache.layers]
             values = [layer.values[j][:, cols] for layer in cache.layers]
             if shared is not None:
-                keys = [torch.cat([k, own], dim=1) for (k, _), own in zip(shared, keys)]
-                values = [torch.cat([v, own], dim=1) for (_, v), own in zip(shared, values)]
+                keys = [torch.cat([sp.keys, own], dim=1) for sp, own in zip(shared, keys)]
+                values = [torch.cat([sp.values, own], dim=1) for sp, own in zip(shared, values)]
             self._prefixes.add(list(prompts[r]) + tokens[r][:-1], keys, values)
 
     def _finish(self, prompt, ids, lps, finish, params) -> Completion:

@@ -45,38 +45,48 @@ const auto kStripFns = strip_table(std::make_integer_sequence<int, 16>{});
 
 }  // namespace
 
-// x: (M, K) float32, contiguous. packed: (N / 16, K, 16) float32, from pack(). -> (M, N)
-torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed) {
-  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous(),
-              "x must be a contiguous 2-D float32 tensor");
-  TORCH_CHECK(packed.dim() == 3 && packed.size(2) == kStrip && packed.size(1) == x.size(1) &&
-                  packed.scalar_type() == at::kFloat && packed.is_contiguous(),
-              "packed must come from pack() for this input width");
-  const int64_t M = x.size(0), K = x.size(1), strips = packed.size(0), N = strips * kStrip;
-  auto y = torch::empty({M, N}, x.options());
+// x: (G, M, K) float32, contiguous. packed: (G, N / 16, K, 16) float32, from pack().
+// -> (G, M, N): y[g] = x[g] @ W[g].T for each group g (one weight: G = 1).
+torch::Tensor packed_bmm(const torch::Tensor& x, const torch::Tensor& packed) {
+  TORCH_CHECK(x.dim() == 3 && x.scalar_type() == at::kFloat && x.is_contiguous(),
+              "x must be a contiguous 3-D float32 tensor");
+  TORCH_CHECK(packed.dim() == 4 && packed.size(0) == x.size(0) && packed.size(3) == kStrip &&
+                  packed.size(2) == x.size(2) && packed.scalar_type() == at::kFloat &&
+                  packed.is_contiguous(),
+              "packed must come from pack() for these groups and this input width");
+  const int64_t G = x.size(0), M = x.size(1), K = x.size(2), strips = packed.size(1);
+  const int64_t N = strips * kStrip;
+  auto y = torch::empty({G, M, N}, x.options());
   const float* X = x.data_ptr<float>();
   const float* P = packed.data_ptr<float>();
   float* Y = y.data_ptr<float>();
-  at::parallel_for(0, strips, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
+  // One task per (group, strip): each streams its strip once for all rows.
+  at::parallel_for(0, G * strips, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t g = t / strips, s = t % strips;
+      const float* xg = X + g * M * K;
+      float* yg = Y + g * M * N;
       for (int64_t m = 0; m < M; m += 16) {
         const int64_t rows = std::min<int64_t>(16, M - m);
-        kStripFns[rows - 1](X + m * K, K, P + s * K * kStrip, K, Y + m * N + s * kStrip, N);
+        kStripFns[rows - 1](xg + m * K, K, P + t * K * kStrip, K, yg + m * N + s * kStrip, N);
       }
     }
   });
   return y;
 }
 
-// weight: (N, K), any strides (a Linear's weight). -> (N / 16, K, 16), contiguous.
+// weight: (..., N, K), any strides. -> (..., N / 16, K, 16), contiguous.
 torch::Tensor pack(const torch::Tensor& weight) {
-  TORCH_CHECK(weight.dim() == 2 && weight.size(0) % kStrip == 0,
-              "weight must be 2-D with a multiple of 16 rows");
-  const int64_t N = weight.size(0), K = weight.size(1);
-  return weight.detach().to(at::kFloat).reshape({N / kStrip, kStrip, K}).transpose(1, 2).contiguous();
+  TORCH_CHECK(weight.dim() >= 2 && weight.size(-2) % kStrip == 0,
+              "weight must have a multiple of 16 rows");
+  const int64_t N = weight.size(-2), K = weight.size(-1);
+  auto lead = weight.sizes().slice(0, weight.dim() - 2).vec();
+  auto shape = lead;
+  shape.insert(shape.end(), {N / kStrip, kStrip, K});
+  return weight.detach().to(at::kFloat).reshape(shape).transpose(-1, -2).contiguous();
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("packed_linear", &packed_linear, "x @ W.T with W packed by pack()");
-  m.def("pack", &pack, "a Linear weight (N, K) packed in strips of 16 output columns");
+  m.def("packed_bmm", &packed_bmm, "x[g] @ W[g].T for each group, with W packed by pack()");
+  m.def("pack", &pack, "weights (..., N, K) packed in strips of 16 output columns");
 }
