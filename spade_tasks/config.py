@@ -50,9 +50,10 @@ class ModelConfig(_Section):
     (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
     always use their forward."""
     decode_kernel: bool = True
-    """transformers backend on CPUs with AVX-512: that decode step multiplies by weights
-    packed for small batches (``spade_tasks/llm/cpu_linear.py``; 1.7x MKL's matmuls at
-    16 rows here, for a second copy of the weights in memory) instead of MKL's."""
+    """transformers backend on CPUs with AVX-512: that decode step multiplies by weights,
+    and by a prompt prefix every row shares, packed for small batches
+    (``spade_tasks/llm/cpu_linear.py``; 1.7x MKL's matmuls at 16 rows here, for a second
+    copy of the weights in memory) instead of through MKL."""
 
 
 class SandboxConfig(_Section):
