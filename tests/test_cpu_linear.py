@@ -65,3 +65,19 @@ def test_training_gradients_flow_through_f_linear():
     w = torch.randn(32, 32, requires_grad=True)
     PackedLinear(kernel)(x, w).sum().backward()
     assert x.grad is not None and w.grad is not None
+
+
+def test_without_avx512_or_a_working_build_the_decoder_keeps_f_linear(monkeypatch, caplog):
+    from spade_tasks.llm import cpu_linear
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert cpu_linear.load_kernel.__wrapped__() is None
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+
+    def broken_build(**kwargs):
+        raise RuntimeError("Error building extension\nninja: build stopped: subcommand failed.")
+
+    monkeypatch.setattr("torch.utils.cpp_extension.load", broken_build)
+    with caplog.at_level("WARNING"):
+        assert cpu_linear.load_kernel.__wrapped__() is None
+    assert "decoding with MKL: ninja: build stopped" in caplog.text  # one line, the cause
