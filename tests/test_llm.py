@@ -296,8 +296,9 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
     assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["matmul", "packed kernel"])
-def test_cascade_attention_equals_attention_over_the_copied_prefix(packed):
+@pytest.mark.parametrize("packed,rows", [(False, 3), (True, 3), (True, 20)],
+                         ids=["matmul", "packed kernel", "too many rows for the kernel"])
+def test_cascade_attention_equals_attention_over_the_copied_prefix(packed, rows):
     from spade_tasks.llm.cpu_linear import load_kernel
     from spade_tasks.llm.llama_decode import SharedPrefix, cascade_attention, decode_attention
 
@@ -305,17 +306,17 @@ def test_cascade_attention_equals_attention_over_the_copied_prefix(packed):
     if packed and kernel is None:
         pytest.skip("no AVX-512 CPU or no C++ compiler here")
     g = torch.Generator().manual_seed(2)
-    q = torch.randn(3, 9, 1, 64, generator=g)
+    q = torch.randn(rows, 9, 1, 64, generator=g)  # 3 query heads per key/value head
     shared_k, shared_v = torch.randn(2, 3, 50, 64, generator=g)
-    own_k, own_v = torch.randn(2, 3, 3, 20, 64, generator=g)
-    keep = torch.ones(3, 1, 1, 20, dtype=torch.bool)
+    own_k, own_v = torch.randn(2, rows, 3, 20, 64, generator=g)
+    keep = torch.ones(rows, 1, 1, 20, dtype=torch.bool)
     keep[1, ..., :6] = False  # a row with padding between the shared part and its own
     bias = torch.zeros(keep.shape).masked_fill_(~keep, float("-inf"))
     # 50 shared columns: the packed kernel pads them to 64
     out = cascade_attention(q, own_k, own_v, bias, None, SharedPrefix(shared_k, shared_v, kernel))
-    full_k = torch.cat([shared_k.expand(3, -1, -1, -1), own_k], dim=2)
-    full_v = torch.cat([shared_v.expand(3, -1, -1, -1), own_v], dim=2)
-    full_keep = torch.cat([torch.ones(3, 1, 1, 50, dtype=torch.bool), keep], dim=-1)
+    full_k = torch.cat([shared_k.expand(rows, -1, -1, -1), own_k], dim=2)
+    full_v = torch.cat([shared_v.expand(rows, -1, -1, -1), own_v], dim=2)
+    full_keep = torch.cat([torch.ones(rows, 1, 1, 50, dtype=torch.bool), keep], dim=-1)
     assert torch.allclose(out, decode_attention(q, full_k, full_v, full_keep, None), atol=1e-5)
 
 
