@@ -13,9 +13,10 @@ Rows: ``transformers`` is the backend as configured by default (for Llama models
 written-out decode step of ``llama_decode.py``, its matmuls through the packed kernel
 of ``cpu_linear.py`` on AVX-512 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
 ``tf-forward`` the same backend and weights calling the model's own forward at each
-step; ``hf.generate`` batched ``model.generate``; ``vllm`` where it is installed; ``llama.cpp`` one stream of the GGUF
-file where ``llama-cpp-python`` is installed (``pip install llama-cpp-python``: a source
-build of several minutes, so not part of ``make setup``).
+step; ``hf.generate`` batched ``model.generate``; ``vllm`` where it is installed;
+``llama.cpp`` one stream of the GGUF file where ``llama-cpp-python`` is installed
+(``pip install llama-cpp-python``: a source build of several minutes, so not part of
+``make setup``).
 """
 
 from __future__ import annotations

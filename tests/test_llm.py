@@ -25,6 +25,7 @@ from spade_tasks.llm.base import (
     request_seed,
 )
 from spade_tasks.llm.scripted import ScriptedBackend
+from tests.test_cpu_linear import needs_kernel
 
 CONVS = [
     [{"role": "user", "content": "What is 2+2?"}],
@@ -296,15 +297,14 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
     assert width > 200 and with_sharing < without - 2 * width  # the rules went in once, not 3x
 
 
-@pytest.mark.parametrize("packed,rows", [(False, 3), (True, 3), (True, 20)],
-                         ids=["matmul", "packed kernel", "too many rows for the kernel"])
+@pytest.mark.parametrize("packed,rows", [
+    (False, 3), pytest.param(True, 3, marks=needs_kernel), pytest.param(True, 20, marks=needs_kernel),
+], ids=["matmul", "packed kernel", "too many rows for the kernel"])
 def test_cascade_attention_equals_attention_over_the_copied_prefix(packed, rows):
     from spade_tasks.llm.cpu_linear import load_kernel
     from spade_tasks.llm.llama_decode import SharedPrefix, cascade_attention, decode_attention
 
     kernel = load_kernel() if packed else None
-    if packed and kernel is None:
-        pytest.skip("no AVX-512 CPU or no C++ compiler here")
     g = torch.Generator().manual_seed(2)
     q = torch.randn(rows, 9, 1, 64, generator=g)  # 3 query heads per key/value head
     shared_k, shared_v = torch.randn(2, 3, 50, 64, generator=g)

@@ -70,7 +70,7 @@ class PackedLinear:
     def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
         if not (MIN_ROWS <= rows <= MAX_ROWS and x.dtype == weight.dtype == torch.float32
-                and x.device.type == weight.device.type == "cpu"
+                and x.is_cpu and weight.is_cpu
                 and weight.dim() == 2 and weight.shape[0] % STRIP == 0
                 and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
             return F.linear(x, weight)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from spade_tasks.llm.cpu_linear import STRIP
+
 
 class LlamaDecoder:
     """``decoder(ids, mask, positions, cache)`` -> next-token logits ``(batch, vocab)``,
@@ -132,9 +134,9 @@ class SharedPrefix:
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, kernel=None):
         self.keys, self.values, self.n = keys, values, keys.shape[1]
-        self._kernel = kernel if keys.dtype == torch.float32 and keys.shape[-1] % 16 == 0 else None
+        self._kernel = kernel if keys.dtype == torch.float32 and keys.shape[-1] % STRIP == 0 else None
         if self._kernel is not None:
-            pad = (0, 0, 0, -self.n % 16)
+            pad = (0, 0, 0, -self.n % STRIP)
             self._keys = self._kernel.pack(F.pad(keys, pad))  # scores: n columns of dim terms
             self._values = self._kernel.pack(F.pad(values, pad).transpose(1, 2))  # dim of n
 

@@ -83,8 +83,7 @@ torch::Tensor pack(const torch::Tensor& weight) {
   TORCH_CHECK(weight.dim() >= 2 && weight.size(-2) % kStrip == 0,
               "weight must have a multiple of 16 rows");
   const int64_t N = weight.size(-2), K = weight.size(-1);
-  auto lead = weight.sizes().slice(0, weight.dim() - 2).vec();
-  auto shape = lead;
+  auto shape = weight.sizes().slice(0, weight.dim() - 2).vec();  // the leading dims
   shape.insert(shape.end(), {N / kStrip, kStrip, K});
   return weight.detach().to(at::kFloat).reshape(shape).transpose(-1, -2).contiguous();
 }
