@@ -210,6 +210,8 @@ def check_imports(source: str, st: Static) -> list[str]:
             bad |= {a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS}
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
+            if mod == "__future__" and not node.level:
+                continue  # compiler directives (annotations as strings), not a module
             if node.level or mod.split(".")[0] not in ALLOWED_IMPORTS:
                 bad.add("." * node.level + mod)
     if bad:
