@@ -256,7 +256,10 @@ def _fault(check: str, p: Played, what: str) -> str:
 
 
 def check_load(ctx: Ctx) -> list[str]:
-    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 10}) as ep:
+    # No constructor arguments: the program's own max_turns (a class attribute, or the
+    # default of a reference-style `__init__(self, max_turns=...)`) is what it declares;
+    # passing one here would override a ToolEnv's class attribute.
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {}) as ep:
         if not ep.load_result.ok:
             return [f"load: {ep.load_result.error}"]
         ctx.meta = ep.meta

@@ -68,3 +68,16 @@ def test_user_errors_are_one_line_exit_2(tmp_path):
         assert r.returncode == 2, (args, r.stderr)
         assert needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_checker_that_cannot_run_exits_3_not_1(tmp_path):
+    """No sandbox (bwrap not on PATH) is the checker's failure, not a rejection."""
+    import os
+
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    r = subprocess.run([*SPADE, "validate", str(good)], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, PATH="/nonexistent"))
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert "bwrap" in r.stderr and "Traceback" not in r.stderr
+    assert "3 internal error" in spade("validate", "--help").stdout
