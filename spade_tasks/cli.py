@@ -44,15 +44,19 @@ def cmd_validate(args) -> int:
     sandbox = _sandbox(cfg)
     all_ok = True
     for path in paths:
-        report = validate_path(path, sandbox, cfg.validation)
+        report = validate_path(path, sandbox, cfg.validation, run_all=args.all)
         all_ok &= report.accepted
         if args.json:
             print(json.dumps(report.to_json()), flush=True)
         else:
             verdict = "ACCEPTED" if report.accepted else "REJECTED"
             print(f"{verdict} {path} [{report.class_name or '?'}, sandbox tier {report.tier}]")
-            for reason in report.reasons:
-                print(f"  - {reason}")
+            if args.all:
+                for c in report.checks:
+                    print(f"  {c.status:4} {c.name:18} {c.seconds:6.2f} s  {c.detail}")
+            else:
+                for reason in report.reasons:
+                    print(f"  - {reason}")
             sys.stdout.flush()
     return 0 if all_ok else 1
 
@@ -377,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
         "codes: 0 all accepted, 1 any rejected, 2 usage error, 3 internal error.")
     v.add_argument("paths", nargs="+", metavar="PATH")
     v.add_argument("--json", action="store_true", help="one JSON object per program")
+    v.add_argument("--all", action="store_true",
+                   help="run every check instead of stopping at the first failure")
     v.add_argument("--config", default=None, help="YAML config (sandbox and validation)")
     v.set_defaults(fn=cmd_validate)
 
