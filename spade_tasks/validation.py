@@ -518,11 +518,13 @@ def check_non_trivial(ctx: Ctx) -> list[str]:
 
 FLOOR_MARGIN = 0.5
 """How far below the maximum (1.0) each uninformed player's mean return over the
-validation seeds must stay. Measured on the 15 seed environments (benchmarks/
-validation_cost.py prints it): the best uninformed mean is 0.23 (tower_of_hanoi, where a
-borrowed oracle play blindly restacks one seed's four disks, 0.7 after penalties) and 0
-for every other seed; a design paying for any well-formed answer sits at 0.5 or more.
-The mean, not the worst seed, because a small puzzle may fall to one lucky sequence."""
+validation seeds must stay. Measured on the 15 seed environments with
+benchmarks/validation_cost.py (it prints each seed's figure): the best uninformed mean
+is 0.083 (sequence_memory: another seed's first answer, repeated, earns 0.25 on one
+seed) and 0 or below for the rest; the best single episode is 0.7 (tower_of_hanoi: a
+borrowed oracle play blindly restacks one seed's four disks). A design that pays for
+any well-formed answer sits at 0.5 or more. The mean, not the worst episode, because a
+small puzzle may fall to one lucky sequence."""
 FLOOR_PLAYERS = ("empty", "echo", "repeat_first", "other_oracle")
 
 
@@ -610,9 +612,14 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 
     from gymnasium.utils.env_checker import check_env
 
-    from spade_tasks.gym_wrapper import EnvironmentFault, SandboxedEnv
+    from gymnasium.spaces import Text
+
+    from spade_tasks.gym_wrapper import CHARSET, EnvironmentFault, SandboxedEnv
 
     env = SandboxedEnv(ctx.source, ctx.class_name, sandbox=ctx.sandbox)
+    # The checker steps with sampled actions; sampling the wrapper's full 1M-character
+    # space took a third of this check. probe_actions already sends the long text.
+    env.action_space = Text(max_length=ctx.cfg.probe_long_chars, charset=CHARSET)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
