@@ -425,6 +425,10 @@ def _difference(a: Played, b: Played) -> str | None:
     return None
 
 
+def _first_diff(a: list, b: list) -> int:
+    return next((i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)) + 1)
+
+
 def check_determinism(ctx: Ctx) -> list[str]:
     """On every validation seed, the same actions give the same observations and rewards,
     for a wrong player (echo: its text reaches the verifier as a wrong answer) and for the
@@ -441,11 +445,16 @@ def check_determinism(ctx: Ctx) -> list[str]:
                 return [_fault("determinism", second, f"replay of seed {seed}")]
             if name == "oracle" and _difference(first, second):
                 # The oracle's run may differ from its replay because oracle() changed
-                # the state (replayability's reason); a second replay tells that apart
-                # from chance.
-                first, second = second, ctx.replay(second, "oracle replay, again")
-                if second.error:
-                    return [_fault("determinism", second, f"replay of seed {seed}")]
+                # the state (replayability's reason) or because the program is not
+                # deterministic: a second oracle run in a fresh worker tells them apart
+                # (the same seed must give the same oracle actions and transcript).
+                again = ctx.play(seed, oracle_policy, label="oracle, again")
+                if again.error:
+                    return [_fault("determinism", again, f"oracle on seed {seed}, again")]
+                if again.actions != first.actions:
+                    return [f"determinism: seed {seed} played twice by the oracle gives "
+                            f"different actions (turn {_first_diff(first.actions, again.actions)})"]
+                second = again
             where = _difference(first, second)
             if where:
                 return [f"determinism: seed {seed} replayed with the same actions differs "
