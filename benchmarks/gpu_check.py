@@ -3,8 +3,9 @@
 Runs where no hub can be reached: the model is the embedded default's architecture
 (SmolLM2-135M's config and tokenizer, saved beside this script's inputs) with random
 weights, which cost what the real weights cost. A larger shape of the same family
-(~1.3B: Qwen3-1.7B's layer shape on SmolLM2's vocabulary) shows the step at a size where a GPU is busy. Contenders share the process,
-the batch and the precision (bf16); medians of timed repeats after a warm-up:
+(~1.3B: Qwen3-1.7B's layer shape on SmolLM2's vocabulary) shows the step at a size
+that keeps a GPU busy. Contenders share the process, the batch and the precision
+(bf16); medians of timed repeats after a warm-up:
 
 - decode: Hugging Face ``generate`` (the reference path) against the project's
   transformers backend on the same prompts, at several batch sizes;
@@ -12,6 +13,9 @@ the batch and the precision (bf16); medians of timed repeats after a warm-up:
   plain torch bf16 AdamW step of the same loss; MFU = 6 * params * tokens / s / peak.
 
     python3 benchmarks/gpu_check.py --config-dir DIR [--out FILE.json]
+
+DIR holds SmolLM2-135M's config.json and tokenizer files (``save_pretrained`` of the
+embedded model's config and tokenizer), so the check needs no weights on the device.
 """
 
 from __future__ import annotations
