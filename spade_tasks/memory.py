@@ -164,7 +164,7 @@ def init_memory(store: Store, run: str, sandbox, vcfg: ValidationConfig | None =
     recs = seed_records(store, sandbox, vcfg, folders, allow_unverified=allow_unverified)
     have = {r["env_id"] for r in store.rows("SELECT env_id FROM memory WHERE run = ?", [run])}
     for rec in recs:
-        if rec.env_id not in have:
+        if rec.env_id not in have and not rec.flag:  # a flagged program stays out of every run
             store.upsert("memory", _new_row(run, rec.env_id, SEED_GENERATION))
     return recs
 

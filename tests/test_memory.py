@@ -194,7 +194,7 @@ def test_save_record_never_overwrites_another_row(store):
     assert (row["origin"], row["generation"]) == ("seed", None)
 
 
-def test_flagged_environment_is_refused_and_dropped(store):
+def test_flagged_environment_is_refused_and_dropped(store, tmp_path):
     from spade_tasks.environments import flag_environment, load_record
 
     kept, bad = put_seeds(store, ["number_guess", "water_jugs"])
@@ -203,6 +203,11 @@ def test_flagged_environment_is_refused_and_dropped(store):
     assert [e.env_id for e in memory.entries(store, "r")] == [kept.env_id]
     res = memory.add(store, "other-run", load_record(store, bad.env_id), 1, CFG)
     assert not res.added and res.reason.startswith("reward_overflow: ")
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    shutil.copy(SEEDS / "water_jugs.py", folder)
+    memory.init_memory(store, "new-run", None, ValidationConfig(), folder)  # recorded: no sandbox
+    assert store.count("memory", run="new-run") == 0
 
 
 def test_fixed_pool_without_oracle_is_recorded_unverified(store, tmp_path, sandbox):
