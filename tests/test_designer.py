@@ -227,3 +227,23 @@ def test_rerun_of_a_generation_is_not_its_own_duplicate(tmp_path, sandbox):
         _validate_and_record(store, sandbox, tmp_path, [GOOD], gen=0)
         (again,) = _validate_and_record(store, sandbox, tmp_path, [GOOD], gen=0)
         assert again.accepted, again.reasons
+
+
+def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandbox):
+    """``validate_program`` (a task's plain dict) then ``apply_reports``, as the flow runs."""
+    from spade_tasks.designer import apply_reports, validate_program
+
+    class Rt:
+        cfg = CFG.model_copy(update={"memory": MemoryConfig(enabled=False, dedup_threshold=1.0)})
+        run = "r"
+
+    source, _, detail = DUPLICATES["behaviour"]
+    designs = _designs([GOOD, source])
+    reports = [validate_program(d.source, sandbox.cfg, CFG.validation) for d in designs]
+    assert all(r["accepted"] and r["fingerprint"] for r in reports)
+    with Store(tmp_path / "s.duckdb") as store:
+        Rt.store = store
+        accepted = apply_reports(Rt, 0, designs, reports)
+        assert accepted == [env_id_of(GOOD)]
+        row = store.rows("SELECT reasons FROM designs WHERE design_idx = 1")[0]
+        assert row["reasons"][0].startswith("duplicate: ") and detail in row["reasons"][0]

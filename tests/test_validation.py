@@ -162,7 +162,8 @@ GAMING = {
     ],
     # Pays past 1.0 on some tried policy: the total must stay within the cap.
     "reward_overflow": [
-        mutate('return "Correct!", 1.0, True, False, {}', 'return "Correct!", 2.0, True, False, {}'),
+        mutate('return "Correct!", 1.0, True, False, {}',
+               'return "Correct!", 2.0, True, False, {}'),
         mutate('return "Reply with a number.", 0.0, False, False, {}',
                'return "Reply with a number.", 0.4, False, False, {}'),
     ],
