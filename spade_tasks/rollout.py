@@ -43,6 +43,7 @@ import pyarrow as pa
 from spade_tasks.config import RolloutConfig
 from spade_tasks.environments import EnvRecord
 from spade_tasks.errors import SpadeError
+from spade_tasks.hints import leaks
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.store import Store
@@ -180,8 +181,6 @@ def _start(sandbox: Sandbox, live: _Live, system_prompt: str, hints: dict[str, s
         if rec.env_id in hints:  # supplied: a model hint, or one checked beforehand
             res.hint = hints[rec.env_id]
         else:
-            from spade_tasks.hints import leaks
-
             h = ep.hint()
             if not h.ok:
                 return live.end(f"env_fault:{h.kind}", h.error)
@@ -363,7 +362,7 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     without and with hints, and record every episode and turn."""
     from spade_tasks import memory, progress
     from spade_tasks.environments import flag_environment, load_record
-    from spade_tasks.hints import leaks, model_hints, probe
+    from spade_tasks.hints import model_hints, probe
 
     cfg, store, run = rt.cfg, rt.store, rt.run
     seed = rt.seed(generation, salt=7)
