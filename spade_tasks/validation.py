@@ -43,7 +43,16 @@ ALLOWED_IMPORTS = frozenset({
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
+RETURN_CAP = SOLVED
 EPS = 1e-6
+
+
+def capped_return(total: float) -> float:
+    """An episode's return wherever episodes are played (validator, rollout, ``spade
+    play``): its reward total capped to [-1, 1]. The cap keeps an action the validator
+    never tried from paying past "solved" and inflating regret; the floor bounds what
+    penalties can cost."""
+    return min(RETURN_CAP, max(RETURN_FLOOR, total))
 
 
 @dataclass
@@ -79,8 +88,8 @@ class Played:
 
     @property
     def ret(self) -> float:
-        """The episode's return: the reward total, floored at -1."""
-        return max(RETURN_FLOOR, self.total)
+        """The episode's return: the reward total capped to [-1, 1]."""
+        return capped_return(self.total)
 
     @property
     def turns(self) -> int:
@@ -122,6 +131,9 @@ class Report:
     meta: ProgramMeta | None = None
     checks: list[CheckResult] = field(default_factory=list)
     """Every check run, in order (with ``run_all``, every check there is)."""
+    fingerprint: str | None = None
+    """Hash of the oracle's transcripts on the validation seeds (behaviour, not text):
+    two programs with the same fingerprint play the same episodes (``duplicate``)."""
 
     def to_json(self) -> dict:
         return {"path": self.path, "accepted": self.accepted, "reasons": self.reasons,
@@ -289,6 +301,8 @@ class Ctx:
     class_name: str
     cfg: ValidationConfig
     meta: ProgramMeta | None = None
+    allow_unverified: bool = False
+    """A program from a fixed pool that opted out of ``oracle_missing``."""
     played: list[Played] = field(default_factory=list)
     """Every episode of this validation, in order (reward_well_formed and
     resource_bounds look at all of them)."""
@@ -346,6 +360,28 @@ class Ctx:
         return self.play(p.seed, replay_policy(p.actions), label=label)
 
 
+def reference_episodes(ctx: Ctx) -> dict[int, Played]:
+    """The oracle's episode on each validation seed (an empty-text player's for a
+    feasibility-unverified program), played once and shared by the checks after
+    feasibility and by the behaviour fingerprint."""
+    name = "oracle" if ctx.meta.has_oracle else "empty"
+    return {s: ctx.episode(name, s) for s in ctx.cfg.seeds}
+
+
+def _transcript(p: Played) -> list:
+    # Rewards rounded so float noise in a program's arithmetic is not a difference.
+    return [p.observations, p.actions, [round(r, 9) for r in p.rewards], p.terminated,
+            p.truncated]
+
+
+def behaviour_fingerprint(episodes: dict[int, Played]) -> str:
+    """Hash of the reference player's transcripts (observations, actions, rewards) on
+    the validation seeds: equal for programs that play the same episodes."""
+    body = json.dumps([[s, _transcript(p)] for s, p in sorted(episodes.items())],
+                      ensure_ascii=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
 def _fault(check: str, p: Played, what: str) -> str:
     kind = p.error.split(":", 1)[0]
     name = {"timeout": "limits", "memory": "limits", "crash": "limits",
@@ -375,12 +411,26 @@ def check_max_turns(ctx: Ctx) -> list[str]:
     return []
 
 
+def _reward_problem(p: Played, what: str) -> str | None:
+    """The reason of reward_well_formed for one episode, or None: every reward finite,
+    the total within [-1, 1] (an episode pays at most 1.0, which means solved)."""
+    bad = next((r for r in p.rewards if not math.isfinite(r)), None)
+    if bad is not None:
+        return f"reward_well_formed: {what}: reward {bad} is not finite"
+    if p.total > RETURN_CAP + EPS:
+        return (f"reward_well_formed: {what}: episode total {p.total:g} exceeds 1.0 (an "
+                "episode pays at most 1.0, which means solved)")
+    if p.total < RETURN_FLOOR - EPS:
+        return (f"reward_well_formed: {what}: episode total {p.total:g} is below -1.0 "
+                "(penalties may cost at most 1.0 in all)")
+    return None
+
+
 def _episode_problems(check: str, p: Played, what: str) -> list[str]:
     if p.error:
         return [_fault(check, p, what)]
-    if p.total > SOLVED + EPS:
-        return [f"max_return: {what}: episode total {p.total:g} exceeds 1.0"]
-    return []
+    problem = _reward_problem(p, what)
+    return [problem] if problem else []
 
 
 def check_probe_actions(ctx: Ctx) -> list[str]:
@@ -394,6 +444,17 @@ def check_probe_actions(ctx: Ctx) -> list[str]:
         if problems:
             return problems
     return []
+
+
+def check_oracle_missing(ctx: Ctx) -> list[str]:
+    """Feasibility is shown, not assumed: the program defines oracle() or solution()
+    (only a fixed pool imported from elsewhere may opt out, and is recorded as
+    feasibility-unverified)."""
+    if ctx.meta.has_oracle or ctx.allow_unverified:
+        return []
+    return ["oracle_missing: define oracle() (or solution()) returning the next action of "
+            "a player who sees the hidden state, so the validator can show the environment "
+            "is winnable"]
 
 
 def check_oracle_feasible(ctx: Ctx) -> list[str]:
@@ -510,6 +571,28 @@ def check_episode_isolation(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_seed_ignored(ctx: Ctx) -> list[str]:
+    """Episodes vary with the seed: the reference player's whole episodes (observations,
+    actions, rewards) on the validation seeds are not all identical. First observations
+    alone may coincide in a good game whose state is hidden, so they are not enough.
+    A feasibility-unverified program (no oracle) is not checked: no player that cannot
+    see the hidden state shows whether it varies."""
+    if not ctx.meta.has_oracle:
+        return []
+    eps = reference_episodes(ctx)
+    if len(eps) < 2:
+        return []
+    faulty = next((p for p in eps.values() if p.error), None)
+    if faulty is not None:
+        return [_fault("seed_ignored", faulty, f"reference episode on seed {faulty.seed}")]
+    first, *rest = eps.values()
+    if all(_transcript(p) == _transcript(first) for p in rest):
+        return [f"seed_ignored: the oracle's episodes on seeds "
+                f"{', '.join(map(str, eps))} are identical; reset(seed) must draw the "
+                "episode from its seed"]
+    return []
+
+
 def check_non_trivial(ctx: Ctx) -> list[str]:
     """Neither an empty nor an echoing player solves the task."""
     for name in ("empty", "echo"):
@@ -566,16 +649,17 @@ def check_floor_gap(ctx: Ctx) -> list[str]:
 
 def check_reward_well_formed(ctx: Ctx) -> list[str]:
     """Every reward of every episode played so far is finite, and no episode's total is
-    above 1.0 or below -1.0, whatever the player."""
+    above 1.0 or below -1.0, whatever the player. The checks before it apply the same
+    rule (``_reward_problem``) to the episodes they examine, under this name, so a
+    design is stopped where the overflow first shows; this sweep covers the rest (the
+    floor players, the replays). The one reward-range check of the validator; rollouts
+    flag a live environment that pays past 1.0 as ``reward_overflow``."""
     for p in ctx.played:
         if p.error:
             continue  # a fault is its own check's reason
-        bad = next((r for r in p.rewards if not math.isfinite(r)), None)
-        if bad is not None:
-            return [f"reward_well_formed: {p.label or 'a player'} on seed {p.seed} got reward {bad}"]
-        if not RETURN_FLOOR - EPS <= p.total <= SOLVED + EPS:
-            return [f"reward_well_formed: {p.label or 'a player'} on seed {p.seed} got an "
-                    f"episode total of {p.total:g}; totals must stay within [-1, 1]"]
+        problem = _reward_problem(p, f"{p.label or 'a player'} on seed {p.seed}")
+        if problem:
+            return [problem]
     ctx.notes["reward_well_formed"] = f"{len(ctx.played)} episodes, totals within [-1, 1]"
     return []
 
@@ -615,6 +699,28 @@ def check_hint(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_hint_leak(ctx: Ctx) -> list[str]:
+    """hint() passes the same leak rule as a model-written hint: on no validation seed
+    does it contain the oracle's solving answer (a leaked answer makes the hinted arm
+    win by being told, and regret maximal)."""
+    if not (ctx.meta.has_hint and ctx.meta.has_oracle):
+        return []
+    from spade_tasks.hints import answer_of, leaks  # hints imports this module
+
+    for seed, p in reference_episodes(ctx).items():
+        if not (p.solved and p.actions):
+            continue
+        h = play(ctx.sandbox, ctx.source, ctx.class_name, seed, empty_policy, 0,
+                 with_hint=True)
+        if h.error:
+            return [_fault("hint", h, f"hint() on seed {seed}")]
+        leaked = leaks(h.hint or "", [answer_of(p.actions[-1])])
+        if leaked:
+            return [f"hint_leak: hint() on seed {seed} contains the oracle's answer "
+                    f"{leaked!r}; a hint gives strategy, never the answer"]
+    return []
+
+
 def check_gymnasium(ctx: Ctx) -> list[str]:
     """The wrapped program passes gymnasium's own environment checker."""
     import warnings
@@ -642,10 +748,14 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 
 # The order is the grading order (see the module docstring): what a design must get right
 # first comes first. resource_bounds is last so that it sees every call.
-DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_oracle_feasible,
-                  check_determinism, check_replayability, check_episode_isolation,
+# Load -> runtime probes -> feasibility -> determinism and replay -> seed control ->
+# uninformed players -> rewards -> hint -> resources. ``duplicate`` comes after all of
+# them, in the flow (``designer.duplicate_reason``), because it needs the pool.
+DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
+                  check_oracle_missing, check_oracle_feasible, check_determinism,
+                  check_replayability, check_episode_isolation, check_seed_ignored,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
-                  check_gymnasium, check_resource_bounds]
+                  check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""
 
@@ -660,12 +770,16 @@ def check_names() -> list[str]:
 
 
 def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                    path: str | None = None, run_all: bool = False) -> Report:
+                    path: str | None = None, allow_unverified: bool = False,
+                    run_all: bool = False) -> Report:
     """Run the checks in order, stopping at the first that fails (``run_all``: run every
-    check; those that need a failed gate are skipped)."""
+    check; those that need a failed gate are skipped).
+
+    ``allow_unverified`` lets a program without oracle()/solution() through
+    ``oracle_missing`` (a fixed pool imported from elsewhere, by config); designs never."""
     cfg = cfg or ValidationConfig()
     st = Static()
-    ctx = Ctx(sandbox, source, "", cfg)
+    ctx = Ctx(sandbox, source, "", cfg, allow_unverified=allow_unverified)
     results: list[CheckResult] = []
     reasons: list[str] = []
     blocked: str | None = None
@@ -690,7 +804,9 @@ def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None 
                 break
         if name == "env_class":
             ctx.class_name = st.class_name
-    return Report(path, not reasons, reasons, sandbox.tier, st.class_name, ctx.meta, results)
+    fingerprint = behaviour_fingerprint(reference_episodes(ctx)) if not reasons else None
+    return Report(path, not reasons, reasons, sandbox.tier, st.class_name, ctx.meta, results,
+                  fingerprint)
 
 
 # -- verdicts cached across runs -----------------------------------------------------
@@ -705,7 +821,8 @@ _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 @functools.cache
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
-    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", *(_PKG / "sandbox").rglob("*.py")]):
+    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", _PKG / "hints.py",
+                     *(_PKG / "sandbox").rglob("*.py")]):
         h.update(f.read_bytes())
     for dist in _VERDICT_PACKAGES:
         try:
@@ -715,11 +832,13 @@ def _code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig) -> str:
+def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig,
+                allow_unverified: bool = False) -> str:
     """The cache key of ``source``'s verdict under this checker, sandbox and config."""
     h = hashlib.sha256(_code_fingerprint().encode())
     h.update(sandbox.cfg.model_dump_json().encode())
     h.update(cfg.model_dump_json().encode())
+    h.update(b"unverified-ok" if allow_unverified else b"oracle-required")
     h.update(source.encode("utf-8"))
     return h.hexdigest()[:32]
 
@@ -729,32 +848,36 @@ def verdict_cache_dir() -> Path:
 
 
 def validate_source_cached(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                           path: str | None = None, cache_dir: Path | None = None) -> Report:
+                           path: str | None = None, cache_dir: Path | None = None,
+                           allow_unverified: bool = False) -> Report:
     """``validate_source``, reusing an acceptance recorded under the same ``verdict_key``
     (only acceptances are kept: a rejection is cheap to find again and may be flaky)."""
     cfg = cfg or ValidationConfig()
     folder = cache_dir or verdict_cache_dir()
-    file = folder / f"{verdict_key(source, sandbox, cfg)}.json"
+    file = folder / f"{verdict_key(source, sandbox, cfg, allow_unverified)}.json"
     try:
-        meta = ProgramMeta(**json.loads(file.read_text()))
-        return Report(path, True, [], sandbox.tier, meta.class_name, meta)
-    except (OSError, ValueError, TypeError):
+        saved = json.loads(file.read_text())
+        meta = ProgramMeta(**saved["meta"])
+        return Report(path, True, [], sandbox.tier, meta.class_name, meta, saved["fingerprint"])
+    except (OSError, ValueError, TypeError, KeyError):
         pass  # absent or unreadable: validate for real
-    report = validate_source(source, sandbox, cfg, path)
+    report = validate_source(source, sandbox, cfg, path, allow_unverified)
     if report.accepted and report.meta is not None:
         folder.mkdir(parents=True, exist_ok=True)
         # Written aside and renamed: a crash never leaves a half verdict.
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump(dataclasses.asdict(report.meta), f)
+            json.dump({"meta": dataclasses.asdict(report.meta),
+                       "fingerprint": report.fingerprint}, f)
         os.replace(tmp, file)
     return report
 
 
-def validate_path(path: str | Path, sandbox: Sandbox,
-                  cfg: ValidationConfig | None = None, run_all: bool = False) -> Report:
+def validate_path(path: str | Path, sandbox: Sandbox, cfg: ValidationConfig | None = None,
+                  run_all: bool = False, allow_unverified: bool = False) -> Report:
     p = Path(path)
-    return validate_source(p.read_text(encoding="utf-8"), sandbox, cfg, str(path), run_all)
+    return validate_source(p.read_text(encoding="utf-8"), sandbox, cfg, str(path),
+                           allow_unverified=allow_unverified, run_all=run_all)
 
 
 def env_class_name(source: str) -> str | None:
@@ -766,5 +889,6 @@ def env_class_name(source: str) -> str | None:
     return st.class_name
 
 
-__all__ = ["Report", "Played", "play", "validate_source", "validate_path", "env_class_name",
-           "oracle_policy", "empty_policy", "echo_policy", "SandboxConfig"]
+__all__ = ["Report", "Played", "CheckResult", "play", "validate_source", "validate_path",
+           "env_class_name", "check_names", "oracle_policy", "empty_policy", "echo_policy",
+           "SandboxConfig", "capped_return", "behaviour_fingerprint"]

@@ -67,9 +67,12 @@ def test_gem_games_point_at_the_stand_ins_and_are_seeded(sandbox):
     conv = convert_file(HERE / "gem_letter_count.py", "gem")
     assert "gem." not in "".join(l for l in conv.program.splitlines() if l.startswith("from"))
     assert "from spade_env import GemEnv as Env" in conv.program
-    report = validate_source(conv.program, sandbox, ValidationConfig(seeds=[0, 1, 2]))
+    cfg = ValidationConfig(seeds=[0, 1, 2])
+    report = validate_source(conv.program, sandbox, cfg, allow_unverified=True)
     assert report.accepted, report.reasons  # determinism holds: GemEnv seeds `random`
     assert not report.meta.has_oracle
+    # without an oracle, only a fixed pool that opts in takes it
+    assert validate_source(conv.program, sandbox, cfg).reasons[0].startswith("oracle_missing:")
 
 
 @pytest.mark.parametrize(("src", "fmt", "needle"), [
@@ -101,6 +104,10 @@ def test_spade_import_writes_accepted_programs_with_their_source(tmp_path):
     assert sorted(p.name for p in into.iterdir()) == ["reference_mail_sorter.py",
                                                       "reference_market_game.py"]
     r = spade("validate", *sorted(into.iterdir()), "--json")
+    assert r.returncode == 1 and "oracle_missing" in r.stdout  # the unverified one
+    opt_in = tmp_path / "pool.yaml"
+    opt_in.write_text("designer:\n  allow_unverified_pool: true\n")
+    r = spade("validate", *sorted(into.iterdir()), "--json", "--config", opt_in)
     assert r.returncode == 0, r.stdout
 
 
