@@ -145,6 +145,15 @@ def test_run_all_reports_every_check_and_every_failure(sandbox, cfg):
     assert {c.status for c in after} == {"skip"} and after[0].detail == "needs load"
 
 
+def test_determinism_is_checked_on_every_seed(sandbox, cfg):
+    """Nondeterministic on the middle validation seed only: checking one seed missed it."""
+    src = mutate("self.n = random.Random(seed).randint(1, 9)",
+                 "self.n = random.Random(seed).randint(1, 9) if seed != 1 else "
+                 "random.randint(1, 10**9)")
+    report = validate_source(src, sandbox, cfg)
+    assert report.reasons[0].startswith("determinism: seed 1"), report.reasons
+
+
 def test_imports_allow_future_annotations():
     from spade_tasks.validation import Static, check_imports, check_parse
 
