@@ -614,8 +614,9 @@ validation seeds must stay. Measured on the 15 seed environments with
 benchmarks/validation_cost.py (it prints each seed's figure): the best uninformed mean
 is 0.083 (sequence_memory: another seed's first answer, repeated, earns 0.25 on one
 seed) and 0 or below for the rest; the best single episode is 0.7 (tower_of_hanoi: a
-borrowed oracle play blindly restacks one seed's four disks). A design that pays for
-any well-formed answer sits at 0.5 or more. The mean, not the worst episode, because a
+borrowed oracle play blindly restacks one seed's four disks). Of the wrapped Reasoning
+Gym programs (the fixed pool) the best is 0.333 (letter_counting: a repeated count is
+right on one seed). A design that pays for any well-formed answer sits at 0.5 or more. The mean, not the worst episode, because a
 small puzzle may fall to one lucky sequence."""
 FLOOR_PLAYERS = ("empty", "echo", "repeat_first", "other_oracle")
 
