@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_tasks.errors import UserError
+from spade_tasks.errors import DuplicateName, UserError
 from spade_tasks.evaluation import (
     Suite,
     UnknownSuite,
@@ -164,7 +164,7 @@ def test_unknown_suite_is_a_one_line_user_error():
 
 
 def test_duplicate_suite_name_raises():
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
         register_suite(get_suite("humaneval"))
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from spade_tasks.config import ModelConfig
-from spade_tasks.errors import BackendUnavailable, ModelLoadError, SpadeError
+from spade_tasks.errors import BackendUnavailable, DuplicateName, ModelLoadError, SpadeError
 from spade_tasks.llm.base import (
     Backend,
     SamplingParams,
@@ -42,7 +42,7 @@ CONVS = [
 
 def test_registry_has_builtins_and_rejects_duplicates_and_unknown_names():
     assert callable(get_backend("transformers")) and callable(get_backend("vllm"))
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
         register_backend("transformers", lambda cfg: None)
     with pytest.raises(UnknownBackend, match="unknown model backend 'nope'") as e:
         get_backend("nope")

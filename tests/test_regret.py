@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from spade_tasks.errors import ConfigError, RewardError
+from spade_tasks.errors import ConfigError, DuplicateName, RewardError
 from spade_tasks.regret import (
     DESIGNER_REWARDS,
     DesignStats,
@@ -148,7 +148,7 @@ def test_unknown_reward_is_a_config_error_naming_known_ones():
 
 
 def test_duplicate_registration_is_an_error():
-    with pytest.raises(RewardError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
 
         @register_designer_reward("regret")
         def other(stats):  # pragma: no cover - never registered
