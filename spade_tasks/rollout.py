@@ -34,9 +34,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from spade_tasks import memory, progress
 from spade_tasks.config import RolloutConfig
-from spade_tasks.environments import EnvRecord
+from spade_tasks.environments import EnvRecord, load_record
 from spade_tasks.errors import SpadeError
+from spade_tasks.hints import model_hints, probe
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.store import Store
@@ -325,10 +327,6 @@ __all__ = ["EpisodeResult", "Turn", "RolloutError", "rollout", "record_episodes"
 def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     """Play this generation's accepted environments plus a sample of the memory pool,
     without and with hints, and record every episode and turn."""
-    from spade_tasks import memory, progress
-    from spade_tasks.environments import load_record
-    from spade_tasks.hints import model_hints, probe
-
     cfg, store, run = rt.cfg, rt.store, rt.run
     seed = rt.seed(generation, salt=7)
     new = [r for r in (load_record(store, e) for e in new_env_ids) if r is not None]

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from spade_tasks.config import Config
+from spade_tasks.llm.base import make_backend
+from spade_tasks.sandbox import Sandbox
 from spade_tasks.store import Store
+from spade_tasks.tracking import Tracker
 
 _RUNTIMES: dict[str, "Runtime"] = {}
 _LOCK = threading.Lock()
@@ -48,16 +51,12 @@ class Runtime:
     @property
     def sandbox(self):
         if self._sandbox is None:
-            from spade_tasks.sandbox import Sandbox
-
             self._sandbox = Sandbox(self.cfg.sandbox)
         return self._sandbox
 
     @property
     def tracker(self):
         if self._tracker is None:
-            from spade_tasks.tracking import Tracker
-
             self._tracker = Tracker(self.cfg, self.store)
         return self._tracker
 
@@ -123,8 +122,6 @@ class Runtime:
     # -- models ------------------------------------------------------------------------
     def backend(self):
         """The inference backend, on the latest checkpoint's weights."""
-        from spade_tasks.llm.base import make_backend
-
         ckpt = self.latest_checkpoint()
         if self._backend is None:
             model_cfg = self.cfg.model
@@ -148,6 +145,7 @@ class Runtime:
 
     def trainer(self):
         """The DeepSpeed engine, resumed from the latest checkpoint when there is one."""
+        # torch and DeepSpeed load with the training module: only when a step is due.
         from spade_tasks.training import TrainEngine
 
         ckpt = self.latest_checkpoint()

@@ -37,6 +37,7 @@ from typing import Any
 
 from spade_tasks.config import SandboxConfig
 from spade_tasks.errors import SandboxUnavailable
+from spade_tasks.sandbox import process_tier
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
@@ -188,8 +189,6 @@ class Sandbox:
         return self._spawn_process_tier(binds)
 
     def _spawn_process_tier(self, binds) -> tuple[subprocess.Popen, str | None]:
-        from spade_tasks.sandbox import process_tier
-
         scratch = tempfile.mkdtemp(prefix="spade-sbx-")
         site_paths = sorted({str(Path(src).parent) for src, _ in binds})
         argv = [self._python, "-S", "-s", "-B", str(WORKER),
