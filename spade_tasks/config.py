@@ -41,9 +41,9 @@ class ModelConfig(_Section):
     ``llm.base.register_backend``)."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     """Weights' dtype for inference. ``auto``: bf16 on GPUs and on CPUs with AMX (bf16
-    matrix tiles: 243 against 152 tok/s fp32 at 16 sequences on such a 2-core machine);
-    fp32 on other CPUs (2 AVX-512 cores without AMX: bf16 no faster at 16 sequences,
-    slower at one), where the sampled tokens' log-probs also match the fp32 trainer's."""
+    matrix tiles); fp32 on other CPUs, where bf16 measured no faster
+    (docs/cpu-inference.md) and the sampled tokens' log-probs also match the fp32
+    trainer's."""
     max_new_tokens: int = Field(256, ge=1, le=32768)
     """Cap on tokens generated per completion."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -56,14 +56,17 @@ class ModelConfig(_Section):
     """transformers backend: memory for keys/values of finished sequences, so a prompt
     that continues one (the agent's next turn) prefills only its new tokens; 0 is off."""
     fast_decode: bool = True
-    """transformers backend: decode Llama-architecture models with a written-out step
-    (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
-    always use their forward."""
+    """transformers backend: decode with the CPU inference engine (``spade_tasks/llm/cpu/``:
+    a written-out decode step for Llama-architecture models, attention sharing key/value
+    heads, input-major weights, cascade attention over shared prefixes); false runs the
+    plain transformers path (the model's own attention and forward), the engine's
+    reference."""
     decode_kernel: bool = True
-    """transformers backend on CPUs with AVX-512: that decode step multiplies by weights,
-    and by a prompt prefix every row shares, packed for small batches
-    (``spade_tasks/llm/cpu_linear.py``; 1.7x MKL's matmuls at 16 rows here, for a second
-    copy of the weights in memory) instead of through MKL."""
+    """transformers backend on CPUs with AVX-512, with ``fast_decode``: that decode step
+    multiplies by weights, and by a prompt prefix every row shares, packed for small
+    batches (``spade_tasks/llm/cpu/linear.py``; faster than MKL's matmuls at a few rows,
+    for a second copy of the weights in memory; docs/cpu-inference.md) instead of
+    through MKL."""
 
     @field_validator("backend")
     @classmethod
