@@ -32,6 +32,8 @@ ALLOWED_IMPORTS = frozenset({
     "reasoning_gym",  # the fixed-environment baseline's wrapped generators
 })
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
+# spade_env bases that define reset and step themselves: a subclass may inherit both.
+FULL_BASES = frozenset({"ReasoningGymEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
 EPS = 1e-6
@@ -196,8 +198,9 @@ def check_env_class(source: str, st: Static) -> list[str]:
     cls = classes[0]
     st.class_name = cls.name
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    tool_env = bool(_base_names(cls) & TOOL_BASES)
-    missing = [m for m in ("reset", "step") if m not in methods and not (m == "step" and tool_env)]
+    bases = _base_names(cls)
+    inherited = {"reset", "step"} if bases & FULL_BASES else {"step"} if bases & TOOL_BASES else set()
+    missing = [m for m in ("reset", "step") if m not in methods and m not in inherited]
     if missing:
         return [f"env_class: {cls.name} must define {' and '.join(missing)}()"]
     return []

@@ -138,3 +138,22 @@ def test_acceptances_are_cached_by_program_checker_and_config(sandbox, cfg, tmp_
     assert not bad.accepted and len(played) == 2
     assert len(list(tmp_path.glob("*.json"))) == 2  # rejections are not kept
     assert v.verdict_key(GOOD, sandbox, cfg) != v.verdict_key(GOOD + "\n", sandbox, cfg)
+
+
+# -- spade_env bases: reset/step inherited -------------------------------------------------
+
+
+@pytest.mark.parametrize("source, ok", [
+    ("from spade_env import ReasoningGymEnv\n\nclass GcdEnv(ReasoningGymEnv):\n"
+     "    dataset = 'gcd'\n", True),
+    ("import spade_env\n\nclass GcdEnv(spade_env.ReasoningGymEnv):\n    dataset = 'gcd'\n", True),
+    ("from spade_env import ToolEnv\n\nclass LockEnv(ToolEnv):\n    pass\n", False),  # own reset
+    ("class GcdEnv(dict):\n    dataset = 'gcd'\n", False),
+])
+def test_env_class_accepts_reset_and_step_inherited_from_reasoning_gym_env(source, ok):
+    from spade_tasks.validation import Static, check_env_class, check_parse
+
+    st = Static()
+    assert check_parse(source, st) == []
+    reasons = check_env_class(source, st)
+    assert (reasons == []) == ok, reasons
