@@ -215,25 +215,6 @@ def grouped_advantages(
     return out
 
 
-def role_advantages(
-    rewards: Sequence[float],
-    roles: Sequence[str],
-    groups: Sequence[Hashable],
-    eps: float = 1e-6,
-) -> list[float]:
-    """Advantages normalised per role: a group never mixes designer and agent rewards.
-
-    Designer rewards are on the designer reward's scale and agent rewards on the
-    environments' return scale; normalising each (role, group) separately puts both
-    roles' advantages on a unit scale before they share one training step.
-    """
-    if not (len(rewards) == len(roles) == len(groups)):
-        raise RewardError(
-            f"lengths differ: {len(rewards)} rewards, {len(roles)} roles, {len(groups)} groups"
-        )
-    return grouped_advantages(rewards, list(zip(roles, groups)), eps)
-
-
 # ---------------------------------------------------------------- the flow's stage
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,18 +195,3 @@ def close_all() -> None:
         for rt in _RUNTIMES.values():
             rt.close()
         _RUNTIMES.clear()
-
-
-class Timer:
-    """Stage timings for the tracking and the generation benchmark."""
-
-    def __init__(self, rt: Runtime, name: str):
-        self.rt, self.name = rt, name
-
-    def __enter__(self):
-        self.t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.t0
-        self.rt.timings[self.name] = self.seconds
