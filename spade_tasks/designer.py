@@ -27,6 +27,7 @@ from spade_tasks.environments import (STORE_ROOT, EnvRecord, record_from_meta,
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, make_backend
 from spade_tasks.memory import MemoryEntry, PromptExamples, init_memory, prompt_examples
 from spade_tasks.sandbox import ProgramMeta, Sandbox
+from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store
 from spade_tasks.validation import validate_source
 
@@ -275,7 +276,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
     try:
         sandbox = sandbox or Sandbox(cfg.sandbox)
         gen = next_generation(store, run) if generation is None else generation
-        seed = cfg.run.seed * 1_000_003 + gen  # distinct per generation, fixed per rerun
+        seed = generation_seed(cfg.run.seed, gen)  # as the flow's design stage draws
         if cfg.memory.enabled:
             init_memory(store, run, sandbox, cfg.validation)
         examples = prompt_examples(store, run, cfg.designer.memory_examples, cfg.memory, seed)

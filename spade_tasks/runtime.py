@@ -21,6 +21,7 @@ from typing import Any
 from spade_tasks.config import Config
 from spade_tasks.llm.base import make_backend
 from spade_tasks.sandbox import Sandbox
+from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store
 from spade_tasks.tracking import Tracker
 
@@ -61,7 +62,7 @@ class Runtime:
 
     def seed(self, generation: int, salt: int = 0) -> int:
         """The seed of one generation's random draws: fixed per rerun, new per generation."""
-        return self.cfg.run.seed * 1_000_003 + generation * 101 + salt
+        return generation_seed(self.cfg.run.seed, generation, salt)
 
     # -- generations -----------------------------------------------------------------
     def current_generation(self) -> int:

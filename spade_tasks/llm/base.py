@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-
 from spade_tasks.errors import UnknownBackend  # noqa: F401 - raised by get_backend
 from spade_tasks.registry import BACKENDS
+from spade_tasks.seeds import derive
 
 if TYPE_CHECKING:
     from spade_tasks.config import ModelConfig
@@ -147,7 +146,7 @@ def request_seed(seed: int, index: int) -> int:
     Keyed by position, so identical conversations in one call (a GRPO group) still get
     different samples, and the result does not depend on how requests are batched.
     """
-    return int(np.random.SeedSequence([seed & (2**63 - 1), index]).generate_state(1, np.uint64)[0] >> 1)
+    return derive("request", seed, index, bits=63)
 
 
 def eos_token_ids(tokenizer, generation_config=None) -> set[int]:
