@@ -72,7 +72,17 @@ def cmd_play(args) -> int:
         if not ep.load_result.ok:
             raise SpadeError(f"{path}: {ep.load_result.error}")
         max_turns = ep.meta.max_turns or 10
-    if args.policy == "oracle":
+    if args.actions_file is not None:
+        # One action per line, replayed in order; the episode ends when they run out.
+        (actions_path,) = _existing_files([args.actions_file])
+        actions = actions_path.read_text(encoding="utf-8").splitlines()
+        replay = iter(actions)
+
+        def policy(ep, obs):
+            return next(replay, None)
+
+        max_turns = min(max_turns, len(actions))
+    elif args.policy == "oracle":
         policy = oracle_policy
     else:
         from spade_tasks.agent import model_policy
@@ -85,7 +95,8 @@ def cmd_play(args) -> int:
         print(json.dumps({"path": str(path), "seed": args.seed, "return": p.ret,
                           "turns": p.turns, "terminated": p.terminated}))
         return 0
-    print(f"== {path} ({class_name}), seed {args.seed}, policy {args.policy}")
+    who = f"actions from {args.actions_file}" if args.actions_file else f"policy {args.policy}"
+    print(f"== {path} ({class_name}), seed {args.seed}, {who}")
     print(f"[observation]\n{p.observations[0]}")
     if p.hint is not None:
         print(f"[hint]\n{p.hint}")
@@ -170,6 +181,10 @@ def cmd_envs_show(args) -> int:
             print(f"== {e['env_id']} {e['class_name']} ({e['origin']}, run {run_dir.name}, "
                   f"generation {e['generation']})")
             print(f"file: {e['path']}")
+            if e.get("feasibility_verified") is False:
+                print("feasibility: unverified (no oracle; designer.allow_unverified_pool)")
+            if e.get("flag"):
+                print(f"flagged: {e['flag']}")
             vals = store.rows("SELECT generation, accepted, reasons, tier FROM validations"
                               " WHERE env_id = ?", [e["env_id"]])
             for v in vals:
@@ -339,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", choices=["oracle"], default="oracle")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hint", action="store_true", help="show the privileged hint")
+    p.add_argument("--actions-file", default=None, metavar="FILE",
+                   help="replay these actions, one per line (instead of --policy)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--config", default=None)
     p.set_defaults(fn=cmd_play)
