@@ -107,7 +107,8 @@ def train_step(cfg: Config, generation: int) -> dict:
 @task(name="update_memory", cache_policy=NO_CACHE)
 def update_memory(cfg: Config, generation: int) -> dict:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "update_memory", lambda: memory_stage.update_stage(rt, generation))
+    return staged(rt, generation, "update_memory",
+                  lambda: memory_stage.update_stage(rt, generation))
 
 
 @task(name="evaluate_generation", cache_policy=NO_CACHE)

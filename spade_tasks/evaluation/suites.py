@@ -14,7 +14,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_tasks.errors import UnknownSuite, UserError  # noqa: F401 - UnknownSuite: get_suite's error
+# UnknownSuite: get_suite's error, importable from here as before.
+from spade_tasks.errors import UnknownSuite, UserError  # noqa: F401
 from spade_tasks.llm.base import Backend, SamplingParams
 from spade_tasks.registry import SUITES
 
