@@ -18,6 +18,9 @@ def test_embedded_default_loads():
     ("sandbox:\n  tier: docker\n", "sandbox.tier"),
     ("run:\n  generations: 0\n", "run.generations"),
     ("bogus_section: {}\n", "bogus_section: unknown key"),
+    ("model:\n  backend: sglang\n", "model.backend: Value error, unknown model backend 'sglang'"),
+    ("designer:\n  reward: regert\n", "designer.reward: Value error, unknown designer reward"),
+    ("eval:\n  every: 1\n  suites: [nope]\n", "unknown evaluation suite 'nope'"),
     ("model: [1, 2\n", "invalid YAML"),
     ("- just\n- a list\n", "top level must be a mapping"),
 ])
@@ -39,3 +42,9 @@ def test_config_is_frozen():
     cfg = Config()
     with pytest.raises(Exception):
         cfg.model.name = "other"
+
+
+def test_registered_names_load():
+    p = "configs/cpu-tiny.yaml"
+    cfg = load_config(p)
+    assert cfg.model.backend == "transformers" and cfg.designer.reward in ("regret", "blend")
