@@ -170,6 +170,10 @@ class TrackingConfig(_Section):
     """MLflow experiment name."""
     transcripts: int = Field(4, ge=0, le=1000)
     """Sample transcripts logged per generation."""
+    log_models: bool = True
+    """Log every kept checkpoint as an MLflow model (transformers flavour) of its
+    generation's run: a copy of its weights in the artifact store, removed with the
+    checkpoint when retention deletes it."""
 
 
 class TrainingConfig(_Section):
@@ -193,6 +197,26 @@ class TrainingConfig(_Section):
     """DeepSpeed JSON config (ZeRO stage, precision, gradient clipping); no optimizer block.
     The CPU default is fp32 ZeRO-0: one process partitions nothing, and bf16 steps were
     1.3x slower than fp32 on this CPU (benchmarks/train_step.py)."""
+    keep_last: int = Field(2, ge=1, le=100_000)
+    """Newest checkpoints kept on disk (and as MLflow models); older ones are deleted
+    unless they are the best by ``keep_best_metric``. Only the newest keeps the optimizer
+    state that a resumed run needs; the others keep their weights alone."""
+    keep_best_metric: str | None = "agent_reward"
+    """Generation metric that names the best checkpoint, kept besides the last
+    ``keep_last`` (None: keep the last ones only). ``eval.<suite>`` scores the checkpoint
+    its generation wrote; a rollout metric (``agent_reward``, ``regret``, ``win_rate_*``,
+    ``designer_reward``, ``validity_rate``) scores the weights its generation played
+    with, i.e. the previous checkpoint. A checkpoint measured more than once scores the
+    mean."""
+    keep_best_mode: Literal["max", "min"] = "max"
+    """Whether the best checkpoint has the highest or the lowest ``keep_best_metric``."""
+
+    @field_validator("keep_best_metric")
+    @classmethod
+    def _known_metric(cls, v: str | None) -> str | None:
+        from spade_tasks.checkpoints import check_metric_name
+
+        return v if v is None else check_metric_name(v)
 
 
 class EvalConfig(_Section):

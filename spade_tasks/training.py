@@ -442,7 +442,8 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
 
 
 def train_stage(rt, generation: int) -> dict:
-    """One DeepSpeed step on the generation's samples, then an atomic checkpoint."""
+    """One DeepSpeed step on the generation's samples, then an atomic checkpoint (none
+    when there was nothing to train on)."""
     from spade_tasks import progress
 
     trained_from = rt.latest_checkpoint() or rt.cfg.model.name
@@ -450,10 +451,9 @@ def train_stage(rt, generation: int) -> dict:
     result: dict = {"trained_from": trained_from, "train_samples": len(samples),
                     "train_samples_designer": sum(s.role == "designer" for s in samples),
                     "train_samples_agent": sum(s.role == "agent" for s in samples)}
-    engine = rt.trainer()
     with progress.stage("train step", total=1) as bar:
         if samples:
-            m = engine.step(samples)
+            m = rt.trainer().step(samples)
             result.update(loss=m.loss, approx_kl=m.approx_kl, clip_fraction=m.clip_fraction,
                           grad_norm=m.grad_norm, mean_ratio=m.mean_ratio,
                           train_tokens=m.tokens, train_tokens_per_s=m.tokens_per_s,
@@ -463,7 +463,9 @@ def train_stage(rt, generation: int) -> dict:
             # Every advantage is zero (e.g. all designs rejected and every episode of an
             # environment returned the same): there is no gradient to take.
             result["skipped"] = "no sample with a non-zero advantage"
-    result["checkpoint"] = rt.save_checkpoint(generation)
+    # No step, no new weights: nothing is written (the next generation starts from
+    # the same checkpoint as this one did).
+    result["checkpoint"] = rt.save_checkpoint(generation) if samples else None
     rt.store.replace_rows("train_steps", {"run": rt.run, "generation": generation}, [{
         "run": rt.run, "generation": generation, "step": 0,
         "metrics": {k: v for k, v in result.items() if k != "checkpoint"},
