@@ -195,8 +195,9 @@ class TrainingConfig(_Section):
     """Weight of the k3 KL to a frozen reference model; 0 loads no reference model."""
     deepspeed_config: Path = REPO_ROOT / "configs" / "deepspeed" / "cpu.json"
     """DeepSpeed JSON config (ZeRO stage, precision, gradient clipping); no optimizer block.
-    The CPU default is fp32 ZeRO-0: one process partitions nothing, and bf16 steps were
-    1.3x slower than fp32 on this CPU (benchmarks/train_step.py)."""
+    Its ``"bf16": {"enabled": "auto"}`` trains in bf16 on GPUs and on CPUs with AMX and in
+    fp32 elsewhere, as ``model.dtype: auto`` picks for inference. The CPU default is ZeRO-0:
+    one process partitions nothing."""
     keep_last: int = Field(2, ge=1, le=100_000)
     """Newest checkpoints kept on disk (and as MLflow models); older ones are deleted
     unless they are the best by ``keep_best_metric``. Only the newest keeps the optimizer

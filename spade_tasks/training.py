@@ -238,10 +238,27 @@ def load_deepspeed_config(config: TrainingConfig) -> dict:
         # A step has as many micro-batches as its batch needs, so the caller, not the
         # engine's fixed gradient_accumulation_steps, owns the update boundary.
         raise ConfigError(f"{path}: set \"managed_gradient_accumulation\": false")
+    ds["bf16"] = _resolve_bf16(path, ds.get("bf16", {}))
     ds["train_micro_batch_size_per_gpu"] = config.micro_batch_size
     ds["gradient_accumulation_steps"] = 1
     ds.pop("train_batch_size", None)
     return ds
+
+
+def _resolve_bf16(path: Path, block: dict) -> dict:
+    """The ``bf16`` block with ``"enabled": "auto"`` decided by the hardware, as
+    ``model.dtype: auto`` is for inference: bf16 on GPUs and on CPUs with AMX, fp32
+    elsewhere (there bf16 matmuls are no faster, and the fp32 trainer's log-probs match
+    the fp32 rollout's)."""
+    enabled = block.get("enabled", False)
+    if enabled == "auto":
+        from spade_tasks.llm.loading import resolve_dtype
+
+        return {**block, "enabled": resolve_dtype("auto") == "bfloat16"}
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{path}: bf16.enabled must be true, false or \"auto\" "
+                          f"(got {enabled!r})")
+    return block
 
 
 # ---------------------------------------------------------------- the engine
