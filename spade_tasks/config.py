@@ -198,6 +198,10 @@ class TrainingConfig(_Section):
     Its ``"bf16": {"enabled": "auto"}`` trains in bf16 on GPUs and on CPUs with AMX and in
     fp32 elsewhere, as ``model.dtype: auto`` picks for inference. The CPU default is ZeRO-0:
     one process partitions nothing."""
+    world_size: int = Field(1, ge=1, le=4096)
+    """DeepSpeed ranks. Above 1 each rank is a Ray actor (extra ``ray``; a local Ray
+    instance, or ``orchestration.ray_address``) with one CPU, or one GPU; gloo on CPU,
+    NCCL on GPU. ZeRO stages partition over these ranks."""
     keep_last: int = Field(2, ge=1, le=100_000)
     """Newest checkpoints kept on disk (and as MLflow models); older ones are deleted
     unless they are the best by ``keep_best_metric``. Only the newest keeps the optimizer

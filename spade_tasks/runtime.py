@@ -157,8 +157,14 @@ class Runtime:
 
         ckpt = self.latest_checkpoint()
         if self._trainer is None:
-            self._trainer = TrainEngine.from_model_name(ckpt or self.cfg.model.name,
-                                                        self.cfg.training)
+            tcfg = self.cfg.training
+            if tcfg.world_size > 1:
+                from spade_tasks.train_ranks import RankedTrainer
+
+                self._trainer = RankedTrainer(ckpt or self.cfg.model.name, tcfg,
+                                              tcfg.world_size, self.cfg.orchestration.ray_address)
+            else:
+                self._trainer = TrainEngine.from_model_name(ckpt or self.cfg.model.name, tcfg)
             if ckpt and (Path(ckpt) / "deepspeed" / "latest").is_file():
                 self._trainer.load(ckpt)
         return self._trainer
@@ -176,6 +182,8 @@ class Runtime:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+        if hasattr(self._trainer, "close"):  # Ray rank actors
+            self._trainer.close()
         self.store.close()
 
 

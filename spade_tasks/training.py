@@ -261,6 +261,31 @@ def _resolve_bf16(path: Path, block: dict) -> dict:
     return block
 
 
+def _world() -> tuple[int, int]:
+    """(world size, rank) of this process's DeepSpeed group."""
+    if torch.distributed.is_initialized():
+        return torch.distributed.get_world_size(), torch.distributed.get_rank()
+    return 1, 0
+
+
+def _rank_share(chunks: list[list[TrainSample]], rank: int,
+                world: int) -> list[tuple[list[TrainSample], int]]:
+    """This rank's micro-batches (every world-th of the batch's, so the ranks together
+    compute exactly the one-rank micro-batches), each with weight 1; padded with
+    weight-0 passes so every rank runs as many backward passes (ZeRO-2/3 reduce
+    gradients inside each one, a collective call)."""
+    mine = [(c, 1) for c in chunks[rank::world]]
+    rounds = -(-len(chunks) // world)
+    return mine + [(chunks[0], 0)] * (rounds - len(mine))
+
+
+def _sum_over_ranks(sums: dict[str, float], processed: int) -> tuple[dict[str, float], int]:
+    keys = sorted(sums)
+    t = torch.tensor([sums[k] for k in keys] + [float(processed)], dtype=torch.float64)
+    torch.distributed.all_reduce(t)
+    return dict(zip(keys, t[:-1].tolist())), int(t[-1])
+
+
 # ---------------------------------------------------------------- the engine
 
 
@@ -342,9 +367,11 @@ class TrainEngine:
         self.engine.train()
         sums = {"loss": 0.0, "clipped": 0.0, "k3": 0.0, "ratio": 0.0, "kl_ref": 0.0}
         processed = 0
-        for chunk in _micro_batches(samples, cfg.micro_batch_size):
+        world, rank = _world()
+        for chunk, weight in _rank_share(_micro_batches(samples, cfg.micro_batch_size),
+                                         rank, world):
             mb = _collate(chunk, self.pad_id)
-            processed += int(mb.attention_mask.sum())
+            processed += int(mb.attention_mask.sum()) * weight
             mask = mb.comp_mask.to(device)
             new_logp = _token_logprobs(self.engine, mb, device)
             tok_loss, stats = clipped_pg_loss(
@@ -360,15 +387,23 @@ class TrainEngine:
                     ref_logp = _token_logprobs(self.ref_model, mb, device)
                 kl = k3_kl(new_logp, ref_logp) * mask
                 tok_loss = tok_loss + cfg.kl_coef * kl
-                sums["kl_ref"] += float(kl.detach().sum())
+                sums["kl_ref"] += float(kl.detach().sum()) * weight
             # Dividing by the whole batch's token count makes the accumulated gradient
             # the token-level mean over the batch (DAPO), whatever the micro-batching.
+            # DeepSpeed averages gradients over ranks: times `world` makes that the sum of
+            # the ranks' shares, i.e. the one-rank gradient.
             loss = tok_loss.sum() / total_tokens
-            self.engine.backward(loss, scale_wrt_gas=False)
-            sums["loss"] += float(loss.detach())
-            sums["clipped"] += float(stats["clipped"].sum())
-            sums["k3"] += float(stats["k3"].sum())
-            sums["ratio"] += float((stats["ratio"] * mask).sum())
+            self.engine.backward(loss * (world * weight), scale_wrt_gas=False)
+            sums["loss"] += float(loss.detach()) * weight
+            sums["clipped"] += float(stats["clipped"].sum()) * weight
+            sums["k3"] += float(stats["k3"].sum()) * weight
+            sums["ratio"] += float((stats["ratio"] * mask).sum()) * weight
+        if world > 1:
+            sums, processed = _sum_over_ranks(sums, processed)
+            if self._grads_in_params:
+                # Averaged here, not in engine.step(), so the norm below is the global one.
+                self.engine.buffered_allreduce_fallback(elements_per_buffer=500_000_000)
+                self.engine.enable_backward_allreduce = False
         grad_norm = None
         if self._grads_in_params:
             # The engine reports the norm only from its mixed-precision and ZeRO optimizers.
