@@ -156,6 +156,8 @@ class Runtime:
         from spade_tasks.training import TrainEngine
 
         ckpt = self.latest_checkpoint()
+        if self._trainer is not None and not getattr(self._trainer, "alive", bool)():
+            self._trainer = None  # its rank actors are gone: restart them from the checkpoint
         if self._trainer is None:
             tcfg = self.cfg.training
             if tcfg.world_size > 1:

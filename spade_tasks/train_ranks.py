@@ -114,7 +114,15 @@ class RankedTrainer:
     def partition_numel(self) -> list[int]:
         return self._all("partition_numel")
 
+    def alive(self) -> bool:
+        """False once Ray has shut down under the actors (a Ray task runner stops the Ray
+        instance it started when its flow run ends)."""
+        return bool(self.ranks) and self._ray.is_initialized()
+
     def close(self) -> None:
+        if not self.alive():
+            self.ranks = []
+            return
         for r in self.ranks:
             self._ray.kill(r)
         self.ranks = []
