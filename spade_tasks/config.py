@@ -49,6 +49,11 @@ class ModelConfig(_Section):
     """transformers backend: decode Llama-architecture models with a written-out step
     (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
     always use their forward."""
+    gpu_memory_share: float | None = Field(None, gt=0.0, lt=1.0)
+    """vLLM on a GPU: the fraction of GPU memory its engine takes for weights and KV
+    cache (None: vLLM's default, 0.9). A trainer on the same GPU needs the rest."""
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    """vLLM on GPUs: GPUs one engine spreads each layer over."""
     decode_kernel: bool = True
     """transformers backend on CPUs with AVX-512: that decode step multiplies by weights,
     and by a prompt prefix every row shares, packed for small batches
