@@ -49,6 +49,12 @@ class ModelConfig(_Section):
     """transformers backend: decode Llama-architecture models with a written-out step
     (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
     always use their forward."""
+    replicas: int = Field(1, ge=1, le=1024)
+    """Inference engines. Above 1 each is a Ray actor (extra ``ray``) holding its own copy
+    of the model, and every generate call (designs, hints, each rollout turn) is split over
+    them in contiguous parts; seeds follow a conversation's place in the whole call, so
+    the samples are those of one engine. On a GPU each engine takes
+    ``tensor_parallel_size`` GPUs."""
     gpu_memory_share: float | None = Field(None, gt=0.0, lt=1.0)
     """vLLM on a GPU: the fraction of GPU memory its engine takes for weights and KV
     cache (None: vLLM's default, 0.9). A trainer on the same GPU needs the rest."""

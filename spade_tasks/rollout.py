@@ -360,6 +360,6 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     return {"episodes": len(results), "environments": [r.env_id for r in envs],
             "environments_new": len(new), "environments_pool": len(pool),
             "hints_model": len(hints), "hints_dropped": len(unhinted),
-            "environments_unhinted": unhinted,
+            "environments_unhinted": unhinted, "rollout_workers": cfg.model.replicas,
             "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
             "end_reasons": dict(Counter(r.end_reason for r in results))}

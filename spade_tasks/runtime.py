@@ -131,11 +131,19 @@ class Runtime:
         from spade_tasks.llm.base import make_backend
 
         ckpt = self.latest_checkpoint()
+        if self._backend is not None and not getattr(self._backend, "alive", lambda: True)():
+            self._backend = None  # its engine actors are gone: start them again
         if self._backend is None:
             model_cfg = self.cfg.model
             if ckpt:
                 model_cfg = model_cfg.model_copy(update={"name": ckpt})
-            self._backend = make_backend(model_cfg)
+            if model_cfg.replicas > 1:
+                from spade_tasks.engines import EnginePool
+
+                self._backend = EnginePool(model_cfg, model_cfg.replicas,
+                                           self.cfg.orchestration.ray_address)
+            else:
+                self._backend = make_backend(model_cfg)
             self._backend_checkpoint = ckpt
         elif ckpt != self._backend_checkpoint:
             self._backend.load_weights(ckpt)
@@ -156,7 +164,7 @@ class Runtime:
         from spade_tasks.training import TrainEngine
 
         ckpt = self.latest_checkpoint()
-        if self._trainer is not None and not getattr(self._trainer, "alive", bool)():
+        if self._trainer is not None and not getattr(self._trainer, "alive", lambda: True)():
             self._trainer = None  # its rank actors are gone: restart them from the checkpoint
         if self._trainer is None:
             tcfg = self.cfg.training

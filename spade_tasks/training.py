@@ -502,7 +502,8 @@ def train_stage(rt, generation: int) -> dict:
     samples = generation_samples(rt, generation)
     result: dict = {"trained_from": trained_from, "train_samples": len(samples),
                     "train_samples_designer": sum(s.role == "designer" for s in samples),
-                    "train_samples_agent": sum(s.role == "agent" for s in samples)}
+                    "train_samples_agent": sum(s.role == "agent" for s in samples),
+                    "train_world_size": rt.cfg.training.world_size}
     with progress.stage("train step", total=1) as bar:
         if samples:
             m = rt.trainer().step(samples)

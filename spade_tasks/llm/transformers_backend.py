@@ -119,7 +119,7 @@ class TransformersBackend(Backend):
         for start in range(0, len(order), step):
             idx = order[start : start + step]
             self._share_prefixes([prompts[i] for i in idx])
-            seeds = [request_seed(params.seed, i) for i in idx]
+            seeds = [request_seed(params.seed, params.first_index + i) for i in idx]
             for i, c in zip(idx, self._generate_batch([prompts[i] for i in idx], seeds, params)):
                 results[i] = c
         return results  # type: ignore[return-value]

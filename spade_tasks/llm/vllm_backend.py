@@ -96,7 +96,7 @@ class VLLMBackend(Backend):
                 max_tokens=params.max_new_tokens,
                 temperature=params.temperature,
                 top_p=params.top_p,
-                seed=request_seed(params.seed, i),
+                seed=request_seed(params.seed, params.first_index + i),
                 stop=params.stop,
                 logprobs=0,
                 skip_special_tokens=True,

@@ -1,0 +1,111 @@
+"""Inference engines as Ray actors: a pool of 2 samples what one engine samples.
+
+A tiny randomly initialised Llama with the embedded model's tokenizer, so each engine
+loads in about a second; sampling at temperature 1 makes any seed mix-up visible.
+"""
+
+import os
+
+import pytest
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+from spade_tasks.config import ModelConfig  # noqa: E402
+from spade_tasks.engines import split  # noqa: E402
+from spade_tasks.llm.base import SamplingParams  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def test_split_is_contiguous_and_even():
+    assert split(5, 2) == [(0, 3), (3, 5)]
+    assert split(1, 3) == [(0, 1), (1, 1), (1, 1)]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from spade_tasks.llm.loading import load_tokenizer, resolve_model
+
+    tok = load_tokenizer(resolve_model("embedded:smollm2-135m"))
+    out = {}
+    for name, seed in [("a", 0), ("b", 1)]:
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(LlamaConfig(
+            vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512))
+        out[name] = tmp_path_factory.mktemp(name) / "model"
+        model.save_pretrained(out[name])
+        tok.save_pretrained(out[name])
+    return out
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+CONVS = [[{"role": "user", "content": f"Say something about the number {i}."}] for i in range(5)]
+PARAMS = SamplingParams(max_new_tokens=12, temperature=1.0, seed=123)
+
+
+def _cfg(path):
+    return ModelConfig(name=str(path), dtype="float32", max_batch=8)
+
+
+def test_two_engines_sample_what_one_engine_samples(tiny, ray_local):
+    from spade_tasks.engines import EnginePool
+    from spade_tasks.llm.base import make_backend
+
+    local = make_backend(_cfg(tiny["a"])).generate(CONVS, PARAMS)
+    results = {}
+    for n in (1, 2):
+        pool = EnginePool(_cfg(tiny["a"]), n)
+        try:
+            assert len(set(pool.pids)) == n and os.getpid() not in pool.pids
+            results[n] = pool.generate(CONVS, PARAMS)
+            if n == 2:  # new weights reach every engine
+                pool.load_weights(tiny["b"])
+                results["b"] = pool.generate(CONVS, PARAMS)
+        finally:
+            pool.close()
+    for n in (1, 2):
+        assert [c.token_ids for c in results[n]] == [c.token_ids for c in local]
+        for c, ref in zip(results[n], local):
+            assert c.prompt_token_ids == ref.prompt_token_ids
+            assert c.logprobs == pytest.approx(ref.logprobs, abs=1e-4)
+    want_b = make_backend(_cfg(tiny["b"])).generate(CONVS, PARAMS)
+    assert [c.token_ids for c in results["b"]] == [c.token_ids for c in want_b]
+    assert [c.token_ids for c in results["b"]] != [c.token_ids for c in local]
+
+
+def test_rollout_over_two_engines_gives_the_same_episodes(tiny, ray_local, sandbox):
+    """A rollout (seed environments, sandbox workers) through 2 engine actors records
+    the same episodes as through 1, for the same seed."""
+    from spade_tasks.config import RolloutConfig
+    from spade_tasks.engines import EnginePool
+    from spade_tasks.rollout import rollout
+    from tests.test_rollout import seed_record
+
+    envs = [seed_record("number_guess.py"), seed_record("sequence_memory.py")]
+    cfg = RolloutConfig(episodes_per_env=2, max_turns=2, max_new_tokens=8)
+    runs = {}
+    for n in (1, 2):
+        pool = EnginePool(_cfg(tiny["a"]), n)
+        try:
+            runs[n] = rollout(pool, sandbox, envs, cfg, seed=7)
+        finally:
+            pool.close()
+    assert len(runs[1]) == len(runs[2]) == 8
+    for a, b in zip(runs[1], runs[2]):
+        assert (a.episode_id, a.seed, a.ret, a.end_reason) == (b.episode_id, b.seed, b.ret,
+                                                                b.end_reason)
+        assert [t.token_ids for t in a.turns] == [t.token_ids for t in b.turns]
+        assert [t.observation for t in a.turns] == [t.observation for t in b.turns]
