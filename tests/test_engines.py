@@ -8,9 +8,6 @@ import os
 
 import pytest
 
-pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
-
 from spade_tasks.config import ModelConfig  # noqa: E402
 from spade_tasks.engines import split  # noqa: E402
 from spade_tasks.llm.base import SamplingParams  # noqa: E402
@@ -45,11 +42,27 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_local():
-    import ray
+    ray = pytest.importorskip("ray")
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+def test_a_split_call_samples_what_the_whole_call_samples(tiny):
+    """The seeding contract the pool relies on, in one process: parts of a call sent with
+    their offsets draw the same tokens as the whole call."""
+    from dataclasses import replace
+
+    from spade_tasks.llm.base import make_backend
+
+    backend = make_backend(_cfg(tiny["a"]))
+    whole = backend.generate(CONVS, PARAMS)
+    parts = (backend.generate(CONVS[:3], PARAMS)
+             + backend.generate(CONVS[3:], replace(PARAMS, first_index=3)))
+    assert [c.token_ids for c in parts] == [c.token_ids for c in whole]
+    unshifted = backend.generate(CONVS[3:], PARAMS)
+    assert [c.token_ids for c in unshifted] != [c.token_ids for c in whole[3:]]
 
 
 CONVS = [[{"role": "user", "content": f"Say something about the number {i}."}] for i in range(5)]
@@ -60,6 +73,7 @@ def _cfg(path):
     return ModelConfig(name=str(path), dtype="float32", max_batch=8)
 
 
+@pytest.mark.slow
 def test_two_engines_sample_what_one_engine_samples(tiny, ray_local):
     from spade_tasks.engines import EnginePool
     from spade_tasks.llm.base import make_backend
@@ -86,6 +100,7 @@ def test_two_engines_sample_what_one_engine_samples(tiny, ray_local):
     assert [c.token_ids for c in results["b"]] != [c.token_ids for c in local]
 
 
+@pytest.mark.slow
 def test_rollout_over_two_engines_gives_the_same_episodes(tiny, ray_local, sandbox):
     """A rollout (seed environments, sandbox workers) through 2 engine actors records
     the same episodes as through 1, for the same seed."""
