@@ -265,6 +265,17 @@ class OrchestrationConfig(_Section):
     """Address of a running Ray cluster; None starts a local Ray instance."""
     max_workers: int = Field(2, ge=1, le=1024)
     """Tasks run at once by the thread runner."""
+    keep_engines: bool = False
+    """Keep the inference engines loaded across flow runs (a served deployment): named,
+    detached Ray actors on the cluster at ``ray_address``, which must be set (a Ray
+    instance started by the flow's process ends with it)."""
+
+    @model_validator(mode="after")
+    def _kept_engines_need_a_cluster(self) -> "OrchestrationConfig":
+        if self.keep_engines and not self.ray_address:
+            raise ValueError("keep_engines needs ray_address (a Ray cluster that outlives "
+                             "the flow run, e.g. `ray start --head`)")
+        return self
 
 
 class RunConfig(_Section):

@@ -32,15 +32,20 @@ class _Engine:
         from spade_tasks.llm.base import make_backend
 
         self.backend = make_backend(cfg)
+        self.weights = cfg.name  # the model or checkpoint now loaded
+        self.loads = 1  # model loads by this actor (served deployments' test counts them)
 
     def generate(self, conversations, params, tools):
         return self.backend.generate(conversations, params, tools)
 
     def load_weights(self, checkpoint_dir: str) -> None:
         self.backend.load_weights(checkpoint_dir)
+        self.weights = checkpoint_dir
+        self.loads += 1
 
-    def pid(self) -> int:
-        return os.getpid()
+    def state(self) -> tuple[int, str, int]:
+        """(process id, weights loaded, loads so far)."""
+        return os.getpid(), self.weights, self.loads
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:
@@ -59,7 +64,11 @@ class EnginePool(Backend):
 
     name = "pool"
 
-    def __init__(self, cfg: ModelConfig, replicas: int, ray_address: str | None = None):
+    def __init__(self, cfg: ModelConfig, replicas: int, ray_address: str | None = None,
+                 keep_as: str | None = None):
+        """``keep_as``: name the actors ``<keep_as>-<i>`` and detach them from this process,
+        reusing ones of those names that a Ray cluster at ``ray_address`` already runs
+        (a served deployment's next flow run finds its engines loaded)."""
         try:
             import ray
         except ImportError:
@@ -77,8 +86,16 @@ class EnginePool(Backend):
         actor = ray.remote(num_cpus=0, num_gpus=cfg.tensor_parallel_size if gpu else 0)(_Engine)
         self._ray = ray
         self.cfg = cfg
-        self.engines = [actor.remote(cfg, threads) for _ in range(replicas)]
-        self.pids = ray.get([e.pid.remote() for e in self.engines])  # waits for every load
+        self.kept = keep_as is not None
+        self.engines = [
+            (actor.options(name=f"{keep_as}-{i}", lifetime="detached", get_if_exists=True)
+             if self.kept else actor).remote(cfg, threads)
+            for i in range(replicas)]
+        states = ray.get([e.state.remote() for e in self.engines])  # waits for every load
+        self.pids = [pid for pid, _, _ in states]
+        stale = [e for e, (_, weights, _) in zip(self.engines, states) if weights != cfg.name]
+        if stale:  # kept engines of an earlier flow run, on older weights
+            ray.get([e.load_weights.remote(cfg.name) for e in stale])
         self._tok = load_tokenizer(resolve_model(cfg.name))
 
     @property
@@ -104,8 +121,12 @@ class EnginePool(Backend):
         instance it started when its flow run ends)."""
         return bool(self.engines) and self._ray.is_initialized()
 
+    def state(self) -> list[tuple[int, str, int]]:
+        return self._ray.get([e.state.remote() for e in self.engines])
+
     def close(self) -> None:
-        if self.alive():
+        """Kill the engines, except kept ones (they outlive this process on purpose)."""
+        if self.alive() and not self.kept:
             for e in self.engines:
                 self._ray.kill(e)
         self.engines = []

@@ -137,11 +137,13 @@ class Runtime:
             model_cfg = self.cfg.model
             if ckpt:
                 model_cfg = model_cfg.model_copy(update={"name": ckpt})
-            if model_cfg.replicas > 1:
+            orch = self.cfg.orchestration
+            if model_cfg.replicas > 1 or orch.keep_engines:
                 from spade_tasks.engines import EnginePool
 
-                self._backend = EnginePool(model_cfg, model_cfg.replicas,
-                                           self.cfg.orchestration.ray_address)
+                self._backend = EnginePool(
+                    model_cfg, model_cfg.replicas, orch.ray_address,
+                    keep_as=f"spade-engine-{self.run}" if orch.keep_engines else None)
             else:
                 self._backend = make_backend(model_cfg)
             self._backend_checkpoint = ckpt

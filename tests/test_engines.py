@@ -124,3 +124,48 @@ def test_rollout_over_two_engines_gives_the_same_episodes(tiny, ray_local, sandb
                                                                 b.end_reason)
         assert [t.token_ids for t in a.turns] == [t.token_ids for t in b.turns]
         assert [t.observation for t in a.turns] == [t.observation for t in b.turns]
+
+
+@pytest.mark.slow
+def test_kept_engines_load_the_model_once_across_processes(tiny, tmp_path):
+    """What a served deployment does: each flow run is a new process; with
+    ``orchestration.keep_engines`` the second finds the first one's engine loaded."""
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("ray")
+    from spade_tasks.training import _free_port
+
+    port = _free_port()
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    head = subprocess.Popen([ray_bin, "start", "--head", "--block", f"--port={port}",
+                             "--num-cpus=2", "--include-dashboard=false",
+                             "--disable-usage-stats"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = (
+        "import sys\n"
+        "from spade_tasks.config import ModelConfig\n"
+        "from spade_tasks.engines import EnginePool\n"
+        f"p = EnginePool(ModelConfig(name={str(tiny['a'])!r}, dtype='float32'), 1,"
+        f" '127.0.0.1:{port}', keep_as='test-kept')\n"
+        "pid, weights, loads = p.state()[0]\n"
+        "print('ENGINE', pid, loads)\n"
+        "p.close()\n")
+    try:
+        seen = []
+        for _ in range(2):
+            for attempt in range(60):  # the head takes a while to accept clients
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                     text=True, timeout=600, env=dict(os.environ))
+                if out.returncode == 0 or attempt == 59:
+                    break
+                time.sleep(2)
+            assert out.returncode == 0, out.stderr[-3000:]
+            line = next(ln for ln in out.stdout.splitlines() if ln.startswith("ENGINE"))
+            seen.append(tuple(int(x) for x in line.split()[1:]))
+        assert seen[0] == seen[1]  # same engine process, still at one model load
+        assert seen[0][1] == 1
+    finally:
+        head.terminate()
+        head.wait(timeout=120)
