@@ -139,9 +139,11 @@ def test_kept_engines_load_the_model_once_across_processes(tiny, tmp_path):
 
     port = _free_port()
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    # A local test cluster: no token (Ray 2.60's `ray start` enables token auth).
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")
     head = subprocess.Popen([ray_bin, "start", "--head", "--block", f"--port={port}",
                              "--num-cpus=2", "--include-dashboard=false",
-                             "--disable-usage-stats"],
+                             "--disable-usage-stats"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     code = (
         "import sys\n"
@@ -155,10 +157,10 @@ def test_kept_engines_load_the_model_once_across_processes(tiny, tmp_path):
     try:
         seen = []
         for _ in range(2):
-            for attempt in range(60):  # the head takes a while to accept clients
+            for attempt in range(30):  # the head takes a while to accept clients
                 out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                     text=True, timeout=600, env=dict(os.environ))
-                if out.returncode == 0 or attempt == 59:
+                                     text=True, timeout=600, env=env)
+                if out.returncode == 0 or attempt == 29:
                     break
                 time.sleep(2)
             assert out.returncode == 0, out.stderr[-3000:]
