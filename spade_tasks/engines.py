@@ -88,7 +88,10 @@ class EnginePool(Backend):
         self.cfg = cfg
         self.kept = keep_as is not None
         self.engines = [
-            (actor.options(name=f"{keep_as}-{i}", lifetime="detached", get_if_exists=True)
+            # One namespace for every driver: by default each gets its own, and a later
+            # flow run would not see the earlier one's actors.
+            (actor.options(name=f"{keep_as}-{i}", namespace="spade", lifetime="detached",
+                           get_if_exists=True)
              if self.kept else actor).remote(cfg, threads)
             for i in range(replicas)]
         states = ray.get([e.state.remote() for e in self.engines])  # waits for every load
