@@ -23,15 +23,15 @@ from string import Template
 from spade_tasks import progress
 from spade_tasks.config import Config, MemoryConfig, ValidationConfig
 from spade_tasks.corpus import Document, documents_of, sample_documents
-from spade_tasks.environments import (STORE_ROOT, EnvRecord, record_from_meta,
-                                      save_record, write_program)
+from spade_tasks.environments import (STORE_ROOT, EnvRecord, env_id_of, record_from_meta,
+                                      save_record, title_of, write_program)
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, make_backend
 from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
                                 prompt_examples)
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store
-from spade_tasks.validation import validate_source
+from spade_tasks.validation import Report, validate_source
 
 PROMPTS = Path(__file__).parent / "prompts"
 SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
@@ -179,12 +179,51 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     return out
 
 
+# The fixed pool's Reasoning Gym generators are for the baseline, not for designs: a
+# design that wraps one writes no task of its own, and the held-out evaluation suite
+# draws on the same package, so the agent would train on its own test.
+POOL_ONLY_NAMES = frozenset({"reasoning_gym", "ReasoningGymEnv"})
+
+
+def pool_only_reason(source: str) -> str | None:
+    """``"imports: ..."`` when a designed program uses what only the fixed pool may
+    (``reasoning_gym`` or ``spade_env.ReasoningGymEnv``); None otherwise, and for programs
+    that do not parse (the validator names that)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            used |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            used |= {(node.module or "").split(".")[0], *(a.name for a in node.names)}
+        elif isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+    hit = sorted(used & POOL_ONLY_NAMES)
+    if hit:
+        return (f"imports: {', '.join(hit)}: for the fixed pool only; a designed "
+                "environment implements its own task")
+    return None
+
+
+def _validate_design(source: str, sandbox, vcfg: ValidationConfig) -> Report:
+    """The validator's verdict on a designed program, after the designer-only rules."""
+    why = pool_only_reason(source)
+    if why:
+        return Report(None, False, [why], sandbox.tier)
+    return validate_source(source, sandbox, vcfg)
+
+
 def _validate_one(d: Design, sandbox, vcfg: ValidationConfig, run: str | None,
                   generation: int | None) -> Design:
     if d.source is None:
         return d
     t0 = time.perf_counter()
-    report = validate_source(d.source, sandbox, vcfg)
+    report = _validate_design(d.source, sandbox, vcfg)
     d = replace(d, accepted=report.accepted, reasons=list(report.reasons), tier=report.tier,
                 seconds=time.perf_counter() - t0, fingerprint=report.fingerprint)
     if report.accepted:
@@ -208,16 +247,42 @@ def validate_designs(designs: list[Design], sandbox, vcfg: ValidationConfig | No
 
 
 def known_programs(store: Store, run: str, generation: int | None = None) -> list[EnvRecord]:
-    """What a new design must differ from: every seed, every environment the run's memory
-    ever held (the pool, evicted entries too), and the environments of other generations
-    designed in this run (the same generation's earlier attempt is a rerun, not a rival)."""
+    """What a new design must differ from: every committed program (the seeds and the
+    Reasoning Gym pool: what designers are shown and warm-started on, whether or not this
+    run's store holds them), every environment the run's memory ever held (the pool,
+    evicted entries too), and the environments of other generations designed in this run
+    (the same generation's earlier attempt is a rerun, not a rival)."""
     cols = [f.name for f in dataclasses.fields(EnvRecord)]
     rows = store.rows(
         f"SELECT {', '.join(cols)} FROM environments WHERE origin = 'seed'"
         " OR env_id IN (SELECT env_id FROM memory WHERE run = ?)"
         " OR (run = ? AND generation IS DISTINCT FROM ?) ORDER BY env_id",
         [run, run, generation])
-    return [EnvRecord(**r) for r in rows]
+    known = [EnvRecord(**r) for r in rows]
+    stored = {k.env_id for k in known}
+    return known + [r for r in committed_programs() if r.env_id not in stored]
+
+
+COMMITTED = ("seeds", "reasoning_gym")
+"""The folders of committed programs under the store (the run folders hold designs)."""
+
+
+def committed_programs(root: Path = STORE_ROOT) -> list[EnvRecord]:
+    """Records of the programs committed under ``root`` (no run's designs), from their
+    text alone: enough for the text rules of ``duplicate_reason``."""
+    out = []
+    for path in sorted(p for folder in COMMITTED for p in (root / folder).glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        doc = _class_doc(source)
+        out.append(EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
+                             False, False, "seed", str(path)))
+    return out
+
+
+def _class_doc(source: str) -> str:
+    tree = ast.parse(source)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+    return (ast.get_docstring(cls) or "") if cls else ""
 
 
 def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -> str | None:
@@ -410,7 +475,7 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
         return {"accepted": False, "reasons": [NO_CODE], "tier": None, "seconds": 0.0,
                 "meta": None}
     t0 = time.perf_counter()
-    report = validate_source(source, Sandbox(sandbox_cfg), vcfg)
+    report = _validate_design(source, Sandbox(sandbox_cfg), vcfg)
     meta = report.meta
     return {"accepted": report.accepted, "reasons": list(report.reasons), "tier": report.tier,
             "seconds": time.perf_counter() - t0, "fingerprint": report.fingerprint,

@@ -248,3 +248,40 @@ def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandb
         assert accepted == [env_id_of(GOOD)]
         row = store.rows("SELECT reasons FROM designs WHERE design_idx = 1")[0]
         assert row["reasons"][0].startswith("duplicate: ") and detail in row["reasons"][0]
+
+
+# -- designer-only rules: the committed programs and the fixed pool's generators --------
+
+RG_PROGRAM = (SEEDS.parent / "reasoning_gym" / "gcd.py").read_text()
+POOL_USERS = {
+    "base_class": RG_PROGRAM,
+    "package": "import reasoning_gym\n\n" + GOOD,
+    "attribute": GOOD.replace("class AddPairEnv:", "import spade_env\n\n\nclass AddPairEnv:")
+                     .replace("self.done = False\n", "self.done = False\n"
+                              "        self.base = spade_env.ReasoningGymEnv\n", 1),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(POOL_USERS))
+def test_design_using_the_fixed_pools_generators_is_refused(sandbox, kind):
+    from spade_tasks.designer import validate_program
+
+    source = POOL_USERS[kind]
+    (d,) = validate_designs(_designs([source]), sandbox, CFG.validation, "r", 0)
+    report = validate_program(source, sandbox.cfg, CFG.validation)
+    for reasons in (d.reasons, report["reasons"]):
+        assert reasons[0].startswith("imports: ") and "fixed pool only" in reasons[0], reasons
+    assert not d.accepted and not report["accepted"]
+
+
+def test_near_copy_of_a_committed_program_is_a_duplicate_with_an_empty_store(tmp_path, sandbox):
+    """The seeds are what designers see and are warm-started on: a near-copy is refused
+    even in a run whose store holds none of them."""
+    near = (SEEDS / "water_jugs.py").read_text() + "\n# my own environment\n"
+    assert env_id_of(near) != env_id_of((SEEDS / "water_jugs.py").read_text())
+    with Store(tmp_path / "s.duckdb") as store:
+        assert store.count("environments") == 0
+        (d,) = validate_designs(_designs([near]), sandbox, CFG.validation, "r", 0)
+        assert d.accepted, d.reasons
+        (dup,) = record_designs(store, "r", 0, [d], tmp_path, dedup_threshold=0.9)
+        assert not dup.accepted and dup.reasons[0].startswith("duplicate: text similarity")
