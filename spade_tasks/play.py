@@ -52,7 +52,7 @@ class Transcript:
         return len(self.actions)
 
     def to_json(self) -> dict:
-        """DESIGN.md's keys (path, seed, return, turns, terminated) plus the transcript."""
+        """docs/design.md's keys (path, seed, return, turns, terminated) plus the transcript."""
         return {"path": self.path, "seed": self.seed, "return": self.ret, "turns": self.turns,
                 "terminated": self.terminated, "truncated": self.truncated,
                 "end_reason": self.end_reason, "policy": self.policy,
