@@ -12,6 +12,7 @@ one line there. Paths: see ``spade_tasks.config`` (``--root`` sets ``$SPADE_ROOT
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -511,6 +512,30 @@ def _print_generation(summary: dict, run_name: str) -> None:
           f"{summary['wall_s']:.0f} s", flush=True)
 
 
+@contextlib.contextmanager
+def _no_leftovers(run_dir: Path):
+    """A command that fails before a new run finished any stage leaves no run database
+    behind (one that finished a stage is kept: the next ``spade run`` resumes it)."""
+    db = run_dir / "spade.duckdb"
+    existed = db.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and db.exists():
+            from spade_tasks import runtime
+            from spade_tasks.store import Store
+
+            runtime.close_all()  # the flow's runtime holds the file open
+            with Store(db) as store:
+                finished = store.count("stages", run=run_dir.name)
+            if not finished:
+                for f in (db, db.with_name(db.name + ".wal")):
+                    f.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    run_dir.rmdir()  # only when nothing else is in it
+        raise
+
+
 def cmd_run(args) -> int:
     from spade_tasks.config import load_config
 
@@ -520,7 +545,7 @@ def cmd_run(args) -> int:
 
     n = args.generations or cfg.run.generations
     run_name = args.run_name or cfg.run.name
-    with prefect_api() as api_url:
+    with _no_leftovers(cfg.run.root / run_name), prefect_api() as api_url:
         spade = flow_for(cfg, api_url)
         for _ in range(n):
             summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
@@ -588,7 +613,8 @@ def cmd_design(args) -> int:
     _prefect_env()
     from spade_tasks.designer import run_design
 
-    summary = run_design(cfg, n=args.n)
+    with _no_leftovers(cfg.run.root / cfg.run.name):
+        summary = run_design(cfg, n=args.n)
     if args.json:
         print(json.dumps(summary.to_json()))
         return 0

@@ -311,7 +311,10 @@ def resolve_paths(cfg: "Config", config_dir: Path | None, source: str = "<defaul
             updates["corpus"] = cfg.corpus.model_copy(update={"source": str(path)})
         name = cfg.model.name
         if not name.startswith("embedded:") and _looks_local(name, cdir, (".gguf",)):
-            updates["model"] = cfg.model.model_copy(update={"name": str(_against(cdir, name))})
+            path = _against(cdir, name)
+            if not path.exists():
+                raise ConfigError(f"{source}: model.name: {path}: no such file or folder")
+            updates["model"] = cfg.model.model_copy(update={"name": str(path)})
         updates["training"] = cfg.training.model_copy(
             update={"deepspeed_config": _against(cdir, cfg.training.deepspeed_config)})
         updates["designer"] = cfg.designer.model_copy(

@@ -345,3 +345,22 @@ def test_human_play_ends_on_ctrl_d(tmp_path):
     finally:
         proc.kill()
         os.close(fd)
+
+
+def test_missing_model_folder_and_unreadable_corpus_leave_no_database(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("run: {name: nomodel}\nmodel: {name: ./weights}\n")
+    _one_line_error(spade("run", "--config", cfg, "--root", tmp_path / "base"),
+                    f"cfg.yaml: model.name: {tmp_path / 'weights'}: no such file or folder")
+    # A corpus that exists but has no text field fails only once the run is open: the
+    # run's database, made for nothing, goes again.
+    (tmp_path / "docs.jsonl").write_text('{"body": "no text field here"}\n')
+    cfg.write_text("run: {name: badcorpus}\ncorpus: {source: docs.jsonl}\n"
+                   "memory: {enabled: false}\n")
+    r = spade("design", "--config", cfg, "--root", tmp_path / "base")
+    # (datasets' own progress bar may precede the error on stderr)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"spade: error: corpus {tmp_path / 'docs.jsonl'}: no field 'text' (fields: body); "
+        "set corpus.text_field")
+    assert not list(tmp_path.rglob("*.duckdb*")) and not (tmp_path / "base" / "runs" / "badcorpus").exists()
