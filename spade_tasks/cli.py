@@ -146,6 +146,9 @@ def cmd_play(args) -> int:
     else:
         from spade_tasks.llm.base import SamplingParams, make_backend
 
+        if args.hint and not prog.meta.has_hint:  # before minutes of model loading
+            raise UserError(f"{prog.path}: {prog.meta.class_name} defines no hint(); "
+                            "play it without --hint")
         model_cfg = cfg.model if not args.checkpoint else \
             cfg.model.model_copy(update={"name": str(Path(args.checkpoint).resolve())})
         with make_backend(model_cfg) as backend:
@@ -164,8 +167,6 @@ def cmd_play(args) -> int:
 
 
 def _add_play(sub) -> None:
-    from spade_tasks.play import POLICIES
-
     p = sub.add_parser(
         "play", help="play one episode of an environment program",
         description="Play one episode in the sandbox and print its transcript. The policy "
@@ -176,7 +177,7 @@ def _add_play(sub) -> None:
         "  spade play environments_store/seeds/water_jugs.py --policy model "
         "--checkpoint runs/cpu-tiny/checkpoints/gen-0000 --json")
     p.add_argument("path", metavar="PATH", help="the environment program (a .py file)")
-    p.add_argument("--policy", choices=POLICIES, default="oracle",
+    p.add_argument("--policy", choices=("oracle", "model", "human"), default="oracle",
                    help="who acts: the program's oracle, the model, or you (one line per "
                    "action, Ctrl-D quits)")
     p.add_argument("--checkpoint", default=None, metavar="DIR",

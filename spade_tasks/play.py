@@ -18,7 +18,6 @@ from spade_tasks.errors import UserError
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.validation import RETURN_FLOOR, STATIC_CHECKS, Static, oracle_policy, play
 
-POLICIES = ("oracle", "model", "human")
 DEFAULT_MAX_TURNS = 10
 """Turn cap of a program that declares no ``max_turns``."""
 

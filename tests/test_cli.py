@@ -2,13 +2,14 @@
 
 import json
 import os
-import pty
 import random
 import select
-import time
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from tests.test_validation import GOOD
 
@@ -364,3 +365,17 @@ def test_missing_model_folder_and_unreadable_corpus_leave_no_database(tmp_path):
         f"spade: error: corpus {tmp_path / 'docs.jsonl'}: no field 'text' (fields: body); "
         "set corpus.text_field")
     assert not list(tmp_path.rglob("*.duckdb*")) and not (tmp_path / "base" / "runs" / "badcorpus").exists()
+
+
+@pytest.mark.slow
+def test_play_model_with_the_embedded_model():
+    """The real default model plays a seed through the backend and rollout code."""
+    from spade_tasks.environments import SEEDS_DIR
+
+    r = spade("play", SEEDS_DIR / "number_guess.py", "--policy", "model", "--seed", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["policy"] == "model" and obj["seed"] == 1 and obj["turns"] >= 1
+    assert len(obj["actions"]) == len(obj["rewards"]) == obj["turns"]
+    assert obj["end_reason"] in ("terminated", "truncated", "max_turns", "context")
+    assert obj["observations"][0] and -1.0 <= obj["return"] <= 1.0
