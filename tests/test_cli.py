@@ -368,14 +368,18 @@ def test_missing_model_folder_and_unreadable_corpus_leave_no_database(tmp_path):
 
 
 @pytest.mark.slow
-def test_play_model_with_the_embedded_model():
-    """The real default model plays a seed through the backend and rollout code."""
+def test_play_model_with_the_embedded_model(tmp_path):
+    """The real default model plays a seed through the backend and rollout code (two
+    short turns at most, to keep CI's time)."""
     from spade_tasks.environments import SEEDS_DIR
 
-    r = spade("play", SEEDS_DIR / "number_guess.py", "--policy", "model", "--seed", "1", "--json")
+    cfg = tmp_path / "short.yaml"
+    cfg.write_text("rollout: {max_turns: 2, max_new_tokens: 24}\n")
+    r = spade("play", SEEDS_DIR / "number_guess.py", "--policy", "model", "--seed", "1",
+              "--json", "--config", cfg)
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)
-    assert obj["policy"] == "model" and obj["seed"] == 1 and obj["turns"] >= 1
+    assert obj["policy"] == "model" and obj["seed"] == 1 and 1 <= obj["turns"] <= 2
     assert len(obj["actions"]) == len(obj["rewards"]) == obj["turns"]
     assert obj["end_reason"] in ("terminated", "truncated", "max_turns", "context")
     assert obj["observations"][0] and -1.0 <= obj["return"] <= 1.0
