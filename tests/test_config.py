@@ -52,6 +52,7 @@ def test_paths_resolve_against_the_config_file_and_the_base(tmp_path, monkeypatc
     (folder / "data" / "docs.jsonl").write_text('{"text": "hello"}\n')
     (folder / "ds.json").write_text("{}")
     (folder / "pool").mkdir()
+    (folder / "ckpt").mkdir()
     cfg_file = folder / "c.yaml"
     cfg_file.write_text("corpus: {source: data/docs.jsonl}\nmodel: {name: ./ckpt}\n"
                         "training: {deepspeed_config: ds.json}\ndesigner: {fixed_pool: [pool]}\n")
@@ -70,6 +71,9 @@ def test_paths_resolve_against_the_config_file_and_the_base(tmp_path, monkeypatc
     assert cfg.run.root == tmp_path / "state" / "runs"
     assert cfg.tracking.mlflow_uri == f"sqlite:///{tmp_path / 'state' / 'runs' / 'mlflow.db'}"
     assert load_config(None).run.root == tmp_path / "state" / "runs"
+    (folder / "ckpt").rmdir()
+    with pytest.raises(ConfigError, match=f"c.yaml: model.name: {folder / 'ckpt'}: no such"):
+        load_config(cfg_file)
 
 
 def test_names_that_are_not_paths_stay_names(tmp_path):
