@@ -252,10 +252,11 @@ def cmd_envs_list(args) -> int:
                 "SELECT e.env_id, e.origin, e.generation, e.title, e.class_name, e.path,"
                 " m.plays, m.regret, m.win_rate_no_hint, m.win_rate_hint, m.active"
                 " FROM environments e LEFT JOIN memory m ON m.env_id = e.env_id AND m.run = ?"
-                " WHERE e.run = ? OR e.origin = 'seed' ORDER BY e.origin DESC, e.generation, e.env_id",
+                " WHERE e.run = ? OR e.origin = 'seed'"
+                " ORDER BY e.origin DESC, e.generation, e.env_id",
                 [run_dir.name, run_dir.name])
-            rejected = store.rows("SELECT count(*) AS n FROM designs WHERE run = ? AND NOT accepted",
-                                  [run_dir.name])[0]["n"]
+            rejected = store.rows("SELECT count(*) AS n FROM designs"
+                                  " WHERE run = ? AND NOT accepted", [run_dir.name])[0]["n"]
         print(f"run {run_dir.name}: {len(rows)} environments")
         print(f"  {'env_id':16} {'name':24} {'origin':8} {'gen':>3} {'plays':>5} {'regret':>7} "
               f"{'win':>5} {'win+h':>5}  title")
@@ -477,13 +478,15 @@ def cmd_episodes_show(args) -> int:
 def _add_episodes(sub) -> None:
     ep = sub.add_parser("episodes", help="episode transcripts",
                         description="Show a recorded episode turn by turn.",
-                        epilog="example:\n  spade episodes show 3f2a9c0d1e2b4a5c-n-0 --run cpu-tiny")
+                        epilog="example:\n"
+                        "  spade episodes show 3f2a9c0d1e2b4a5c-n-0 --run cpu-tiny")
     epsub = ep.add_subparsers(dest="episodes_command", metavar="COMMAND", parser_class=_Parser)
     eps = epsub.add_parser("show", help="one episode's transcript",
                            description="Observations, actions and rewards of one episode "
                            "(ids are listed by `spade envs show`).",
                            epilog="example:\n  spade episodes show 3f2a9c0d1e2b4a5c-n-0")
-    eps.add_argument("episode_id", metavar="EPISODE_ID", help="episode id, as `spade envs show` lists it")
+    eps.add_argument("episode_id", metavar="EPISODE_ID",
+                     help="episode id, as `spade envs show` lists it")
     _add_run(eps)
     eps.add_argument("--generation", type=int, default=None,
                      help="generation holding the episode (default: the latest)")

@@ -304,7 +304,8 @@ def resolve_paths(cfg: "Config", config_dir: Path | None, source: str = "<defaul
         updates["tracking"] = cfg.tracking.model_copy(update={"mlflow_uri": f"sqlite:///{db}"})
     if config_dir is not None:
         src = cfg.corpus.source
-        if src != "none" and not src.startswith("embedded:") and _looks_local(src, cdir, _DATA_SUFFIXES):
+        if (src != "none" and not src.startswith("embedded:")
+                and _looks_local(src, cdir, _DATA_SUFFIXES)):
             path = _against(cdir, src)
             if not path.exists():
                 raise ConfigError(f"{source}: corpus.source: {path}: no such file or folder")
