@@ -784,6 +784,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spade: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`spade envs list | head`): stop quietly, as the Python
+        # docs advise, so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
