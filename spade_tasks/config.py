@@ -9,7 +9,8 @@ file, ``training.deepspeed_config``, ``designer.fixed_pool``) resolves against t
 config file's folder; ``run.root`` and a ``sqlite:///`` tracking store resolve against
 the *base folder*: ``$SPADE_ROOT`` when set (the CLI's ``--root`` sets it), else the
 project (the checkout holding ``configs/``). ``python -m spade_tasks.config --markdown``
-prints the reference of every key, generated from the docstrings below.
+prints the reference of every key, generated from the docstrings below; ``--update-readme``
+writes it into the README.
 """
 
 from __future__ import annotations
@@ -411,7 +412,26 @@ def reference_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+README_MARKERS = ("<!-- config-reference:start -->\n", "<!-- config-reference:end -->")
+"""The README's generated section lies between these lines."""
+
+
+def update_readme(path: Path = REPO_ROOT / "README.md") -> bool:
+    """Rewrite the README's reference section from the docstrings; True if it changed."""
+    start, end = README_MARKERS
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = head + start + reference_markdown() + end + tail
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--markdown"]:
-        sys.exit("usage: python -m spade_tasks.config --markdown")
-    sys.stdout.write(reference_markdown())
+    if sys.argv[1:] == ["--markdown"]:
+        sys.stdout.write(reference_markdown())
+    elif sys.argv[1:] == ["--update-readme"]:
+        print("README.md updated" if update_readme() else "README.md already up to date")
+    else:
+        sys.exit("usage: python -m spade_tasks.config --markdown | --update-readme")

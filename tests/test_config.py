@@ -105,12 +105,12 @@ def test_every_shipped_config_loads_from_elsewhere_with_its_files(tmp_path, monk
 
 
 def test_readme_reference_is_the_generated_one():
-    from spade_tasks.config import REPO_ROOT, reference_markdown
+    from spade_tasks.config import README_MARKERS, REPO_ROOT, reference_markdown
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    start, end = "<!-- config-reference:start -->\n", "<!-- config-reference:end -->"
+    start, end = README_MARKERS
     assert start in readme and end in readme, "README lost its configuration reference markers"
     section = readme.split(start, 1)[1].split(end, 1)[0]
     assert section.strip() == reference_markdown().strip(), (
         "README's configuration reference is stale: regenerate it with "
-        "`python -m spade_tasks.config --markdown`")
+        "`python -m spade_tasks.config --update-readme`")
