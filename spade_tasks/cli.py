@@ -131,13 +131,18 @@ def cmd_play(args) -> int:
     from spade_tasks.config import load_config
 
     cfg = load_config(args.config)
+    if args.actions_file is not None and not Path(args.actions_file).is_file():
+        raise UserError(f"{args.actions_file}: no such file")
     if args.checkpoint and args.policy != "model":
         raise UserError(f"--checkpoint {args.checkpoint}: only --policy model plays a checkpoint")
     if args.checkpoint and not Path(args.checkpoint).exists():
         raise UserError(f"{args.checkpoint}: no such checkpoint")
     sandbox = _sandbox(cfg)
     prog = play.load_program(args.path, sandbox)
-    if args.policy == "oracle":
+    if args.actions_file is not None:
+        t = play.play_actions(sandbox, prog, args.seed, args.hint,
+                              play.read_actions(args.actions_file))
+    elif args.policy == "oracle":
         t = play.play_oracle(sandbox, prog, args.seed, args.hint)
     elif args.policy == "human":
         say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else \
@@ -174,6 +179,7 @@ def _add_play(sub) -> None:
         "plays it, or you at the terminal.",
         epilog="examples:\n  spade play environments_store/seeds/water_jugs.py --seed 3 --hint\n"
         "  spade play environments_store/seeds/water_jugs.py --policy human\n"
+        "  spade play environments_store/seeds/water_jugs.py --actions-file moves.txt --json\n"
         "  spade play environments_store/seeds/water_jugs.py --policy model "
         "--checkpoint runs/cpu-tiny/checkpoints/gen-0000 --json")
     p.add_argument("path", metavar="PATH", help="the environment program (a .py file)")
@@ -183,6 +189,9 @@ def _add_play(sub) -> None:
     p.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="with --policy model: a Hugging Face-format checkpoint folder "
                    "(default: the config's model.name)")
+    p.add_argument("--actions-file", default=None, metavar="FILE",
+                   help="replay these actions, one per line, instead of --policy; the "
+                   "episode ends when they run out (default: play --policy)")
     p.add_argument("--seed", type=int, default=0, help="environment seed of the episode")
     p.add_argument("--hint", action="store_true",
                    help="play with the program's privileged hint (shown after the first "

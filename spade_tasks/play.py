@@ -1,5 +1,6 @@
 """``spade play``: one episode of an environment program, played by the oracle, by the
-model (as a rollout plays it) or by a person at the terminal, kept as a transcript.
+model (as a rollout plays it), by a person at the terminal or from a file of actions,
+kept as a transcript.
 
 Every policy plays in the sandbox; the transcript's return is the reward total floored
 as everywhere else (``validation.RETURN_FLOOR``).
@@ -105,6 +106,30 @@ def play_oracle(sandbox: Sandbox, prog: Program, seed: int, with_hint: bool) -> 
     p = play(sandbox, prog.source, prog.meta.class_name, seed, oracle_policy, prog.max_turns,
              with_hint=with_hint)
     return Transcript(str(prog.path), prog.meta.class_name, "oracle", seed, p.hint,
+                      list(p.observations), list(p.actions), list(p.rewards), p.terminated,
+                      p.truncated, _end_reason(p.terminated, p.truncated, p.error), p.error)
+
+
+def read_actions(path: str | Path) -> list[str]:
+    """The actions of a replay file, one per line; a missing or non-UTF-8 file is a
+    UserError naming it."""
+    p = Path(path)
+    try:
+        return p.read_bytes().decode("utf-8").splitlines()
+    except (FileNotFoundError, IsADirectoryError):
+        raise UserError(f"{p}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not UTF-8 text (offset {e.start})") from None
+
+
+def play_actions(sandbox: Sandbox, prog: Program, seed: int, with_hint: bool,
+                 actions: list[str]) -> Transcript:
+    """Replay ``actions`` in order; the episode ends when they run out (or earlier)."""
+    replay = iter(actions)
+    p = play(sandbox, prog.source, prog.meta.class_name, seed,
+             lambda ep, obs: next(replay, None), min(prog.max_turns, len(actions)),
+             with_hint=with_hint)
+    return Transcript(str(prog.path), prog.meta.class_name, "actions", seed, p.hint,
                       list(p.observations), list(p.actions), list(p.rewards), p.terminated,
                       p.truncated, _end_reason(p.terminated, p.truncated, p.error), p.error)
 

@@ -383,3 +383,22 @@ def test_play_model_with_the_embedded_model(tmp_path):
     assert len(obj["actions"]) == len(obj["rewards"]) == obj["turns"]
     assert obj["end_reason"] in ("terminated", "truncated", "max_turns", "context")
     assert obj["observations"][0] and -1.0 <= obj["return"] <= 1.0
+
+
+def test_play_replays_an_actions_file(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    n = random.Random(2).randint(1, 9)
+    wrong = 1 if n != 1 else 2
+    moves = tmp_path / "moves.txt"
+    moves.write_text(f"banana\n{wrong}\n{n}\n99\n")
+    r = spade("play", good, "--actions-file", moves, "--seed", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["policy"] == "actions" and obj["actions"] == ["banana", str(wrong), str(n)]
+    assert obj["rewards"] == [0.0, 0.0, 1.0] and obj["end_reason"] == "terminated"
+    moves.write_text("banana\n")  # runs out before the end: stops there
+    obj = json.loads(spade("play", good, "--actions-file", moves, "--json").stdout)
+    assert obj["turns"] == 1 and obj["end_reason"] == "max_turns" and obj["return"] == 0.0
+    _one_line_error(spade("play", good, "--actions-file", tmp_path / "none.txt"),
+                    "none.txt: no such file")
