@@ -322,6 +322,10 @@ def cmd_envs_show(args) -> int:
             print(f"== {e['env_id']} {_env_name(e)} {e['class_name']} ({e['origin']}, run "
                   f"{run_dir.name}, generation {e['generation']})")
             print(f"file: {e['path']}")
+            if e.get("feasibility_verified") is False:
+                print("feasibility: unverified (no oracle; designer.allow_unverified_pool)")
+            if e.get("flag"):
+                print(f"flagged: {e['flag']}")
             vals = store.rows("SELECT generation, accepted, reasons, tier FROM validations"
                               " WHERE env_id = ?", [e["env_id"]])
             for v in vals:

@@ -122,6 +122,10 @@ class DesignerConfig(_Section):
                               REPO_ROOT / "environments_store" / "reasoning_gym"]
     """Folders of environment programs forming the pool in ``fixed`` mode (seeds and
     the wrapped Reasoning Gym generators by default)."""
+    allow_unverified_pool: bool = False
+    """Let ``fixed_pool`` programs without oracle()/solution() in (a pool imported from
+    elsewhere); they are recorded as feasibility-unverified. Designed programs always
+    need an oracle (``oracle_missing``)."""
     setting: Literal["games", "tool_use"] = "games"
     """What the designer writes: reasoning games, or tool-use environments."""
     designs_per_generation: int = Field(4, ge=1, le=4096)

@@ -2,8 +2,8 @@
 model (as a rollout plays it), by a person at the terminal or from a file of actions,
 kept as a transcript.
 
-Every policy plays in the sandbox; the transcript's return is the reward total floored
-as everywhere else (``validation.RETURN_FLOOR``).
+Every policy plays in the sandbox; the transcript's return is the reward total capped
+to [-1, 1] as everywhere else (``validation.capped_return``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from spade_tasks.environments import EnvRecord, read_program, record_from_meta
 from spade_tasks.errors import UserError
 from spade_tasks.sandbox import ProgramMeta, Sandbox
-from spade_tasks.validation import RETURN_FLOOR, STATIC_CHECKS, Static, oracle_policy, play
+from spade_tasks.validation import STATIC_CHECKS, Static, capped_return, oracle_policy, play
 
 DEFAULT_MAX_TURNS = 10
 """Turn cap of a program that declares no ``max_turns``."""
@@ -45,7 +45,7 @@ class Transcript:
 
     @property
     def ret(self) -> float:
-        return max(RETURN_FLOOR, math.fsum(self.rewards))
+        return capped_return(math.fsum(self.rewards))
 
     @property
     def turns(self) -> int:
@@ -142,8 +142,14 @@ def play_model(backend, sandbox: Sandbox, prog: Program, seed: int, with_hint: b
     if with_hint and not prog.meta.has_hint:
         raise UserError(f"{prog.path}: {prog.meta.class_name} defines no hint(); "
                         "play it without --hint")
-    r = play_episode(backend, sandbox, prog.record(), seed, rollout_cfg, with_hint=with_hint,
-                     sampling=sampling)
+    rec = prog.record()
+    answers: list[str] = []
+    if with_hint:  # the rollout's rule: a hint() that holds the oracle's answer is refused
+        from spade_tasks.hints import probe
+
+        answers = [a for a in [probe(sandbox, rec, seed).answer] if a]
+    r = play_episode(backend, sandbox, rec, seed, rollout_cfg, with_hint=with_hint,
+                     sampling=sampling, answers=answers)
     # Each turn keeps the observation its action answered; the last step's comes apart.
     observations = [t.observation for t in r.turns]
     if r.turns and r.error is None and r.final_observation is not None:

@@ -259,8 +259,12 @@ def score_stage(rt, generation: int) -> dict:
     baseline = last.get("baseline_win_rate")
     if prev is not None:
         baseline = update_baseline(baseline, prev)
+    # An environment that paid past 1.0 in this generation's rollout (flagged there) is
+    # not measured: its design earns the rejected reward below, and the memory drops it.
+    flagged = {r["env_id"] for r in store.rows(
+        "SELECT env_id FROM environments WHERE flag IS NOT NULL")}
     stats = {env: design_stats(arms[True], arms[False], baseline)
-             for env, arms in by_env.items() if arms[True] and arms[False]}
+             for env, arms in by_env.items() if arms[True] and arms[False] and env not in flagged}
     if baseline is None and stats:
         baseline = update_baseline(None, sum(s.win_rate_without_hint for s in stats.values())
                                    / len(stats))
@@ -280,13 +284,18 @@ def score_stage(rt, generation: int) -> dict:
     cur = store.cursor()
     cur.execute("BEGIN TRANSACTION")
     for d in designs:
-        if d["accepted"] and d["env_id"] not in stats:
+        if d["accepted"] and d["env_id"] in flagged:
+            r = designer_reward(None, name, rejected)
+        elif d["accepted"] and d["env_id"] not in stats:
             # Accepted but not measured (no hint could be written for it this generation):
-            # neither rewarded nor punished.
-            r = 0.0
+            # no reward at all (NULL), so it stays out of the designer's group
+            # normalisation; a 0.0 next to rejected designs' negative rewards would be a
+            # positive advantage for an environment nobody measured.
+            r = None
         else:
             r = designer_reward(stats.get(d["env_id"]) if d["accepted"] else None, name, rejected)
-        rewards.append(r)
+        if r is not None:
+            rewards.append(r)
         cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"
                     " design_idx = ?", [r, run, generation, d["design_idx"]])
     cur.execute("COMMIT")

@@ -34,7 +34,16 @@ ALLOWED_IMPORTS = frozenset({
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
+RETURN_CAP = SOLVED
 EPS = 1e-6
+
+
+def capped_return(total: float) -> float:
+    """An episode's return wherever episodes are played (validator, rollout, ``spade
+    play``): its reward total capped to [-1, 1]. The cap keeps an action the validator
+    never tried from paying past "solved" and inflating regret; the floor bounds what
+    penalties can cost."""
+    return min(RETURN_CAP, max(RETURN_FLOOR, total))
 
 
 @dataclass
@@ -64,8 +73,8 @@ class Played:
 
     @property
     def ret(self) -> float:
-        """The episode's return: the reward total, floored at -1."""
-        return max(RETURN_FLOOR, self.total)
+        """The episode's return: the reward total capped to [-1, 1]."""
+        return capped_return(self.total)
 
     @property
     def turns(self) -> int:
@@ -86,6 +95,9 @@ class Report:
     tier: str
     class_name: str | None = None
     meta: ProgramMeta | None = None
+    fingerprint: str | None = None
+    """Hash of the oracle's transcripts on the validation seeds (behaviour, not text):
+    two programs with the same fingerprint play the same episodes (``duplicate``)."""
 
     def to_json(self) -> dict:
         return {"path": self.path, "accepted": self.accepted, "reasons": self.reasons,
@@ -234,6 +246,10 @@ class Ctx:
     class_name: str
     cfg: ValidationConfig
     meta: ProgramMeta | None = None
+    allow_unverified: bool = False
+    """A program from a fixed pool that opted out of ``oracle_missing``."""
+    reference: dict[int, Played] | None = None
+    """The reference player's episode per validation seed (see ``reference_episodes``)."""
 
     @property
     def max_turns(self) -> int:
@@ -242,6 +258,30 @@ class Ctx:
     def play(self, seed, policy, with_hint=False) -> Played:
         return play(self.sandbox, self.source, self.class_name, seed, policy,
                     self.max_turns, with_hint)
+
+
+def reference_episodes(ctx: Ctx) -> dict[int, Played]:
+    """The oracle's episode on each validation seed (an empty-text player's for a
+    feasibility-unverified program), played once and shared by the checks after
+    feasibility and by the behaviour fingerprint."""
+    if ctx.reference is None:
+        policy = oracle_policy if ctx.meta.has_oracle else empty_policy
+        ctx.reference = {s: ctx.play(s, policy) for s in ctx.cfg.seeds}
+    return ctx.reference
+
+
+def _transcript(p: Played) -> list:
+    # Rewards rounded so float noise in a program's arithmetic is not a difference.
+    return [p.observations, p.actions, [round(r, 9) for r in p.rewards], p.terminated,
+            p.truncated]
+
+
+def behaviour_fingerprint(episodes: dict[int, Played]) -> str:
+    """Hash of the reference player's transcripts (observations, actions, rewards) on
+    the validation seeds: equal for programs that play the same episodes."""
+    body = json.dumps([[s, _transcript(p)] for s, p in sorted(episodes.items())],
+                      ensure_ascii=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def _fault(check: str, p: Played, what: str) -> str:
@@ -272,8 +312,9 @@ def check_max_turns(ctx: Ctx) -> list[str]:
 def _episode_problems(check: str, p: Played, what: str) -> list[str]:
     if p.error:
         return [_fault(check, p, what)]
-    if p.total > SOLVED + EPS:
-        return [f"max_return: {what}: episode total {p.total:g} exceeds 1.0"]
+    if p.total > RETURN_CAP + EPS:
+        return [f"reward_overflow: {what}: episode total {p.total:g} exceeds 1.0 (an episode "
+                "pays at most 1.0, which means solved)"]
     return []
 
 
@@ -289,12 +330,22 @@ def check_probe_actions(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_oracle_missing(ctx: Ctx) -> list[str]:
+    """Feasibility is shown, not assumed: the program defines oracle() or solution()
+    (only a fixed pool imported from elsewhere may opt out, and is recorded as
+    feasibility-unverified)."""
+    if ctx.meta.has_oracle or ctx.allow_unverified:
+        return []
+    return ["oracle_missing: define oracle() (or solution()) returning the next action of "
+            "a player who sees the hidden state, so the validator can show the environment "
+            "is winnable"]
+
+
 def check_oracle_feasible(ctx: Ctx) -> list[str]:
     """Where an oracle exists, it solves every validation seed within max_turns."""
     if not ctx.meta.has_oracle:
         return []
-    for seed in ctx.cfg.seeds:
-        p = ctx.play(seed, oracle_policy)
+    for seed, p in reference_episodes(ctx).items():
         problems = _episode_problems("oracle_feasible", p, f"oracle on seed {seed}")
         if problems:
             return problems
@@ -321,6 +372,28 @@ def check_determinism(ctx: Ctx) -> list[str]:
                      if a != b), None)
         where = f"observation {turn}" if turn is not None else "rewards"
         return [f"determinism: seed {seed} replayed with the same actions differs at {where}"]
+    return []
+
+
+def check_seed_ignored(ctx: Ctx) -> list[str]:
+    """Episodes vary with the seed: the reference player's whole episodes (observations,
+    actions, rewards) on the validation seeds are not all identical. First observations
+    alone may coincide in a good game whose state is hidden, so they are not enough.
+    A feasibility-unverified program (no oracle) is not checked: no player that cannot
+    see the hidden state shows whether it varies."""
+    if not ctx.meta.has_oracle:
+        return []
+    eps = reference_episodes(ctx)
+    if len(eps) < 2:
+        return []
+    faulty = next((p for p in eps.values() if p.error), None)
+    if faulty is not None:
+        return [_fault("seed_ignored", faulty, f"reference episode on seed {faulty.seed}")]
+    first, *rest = eps.values()
+    if all(_transcript(p) == _transcript(first) for p in rest):
+        return [f"seed_ignored: the oracle's episodes on seeds "
+                f"{', '.join(map(str, eps))} are identical; reset(seed) must draw the "
+                "episode from its seed"]
     return []
 
 
@@ -351,6 +424,28 @@ def check_hint(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_hint_leak(ctx: Ctx) -> list[str]:
+    """hint() passes the same leak rule as a model-written hint: on no validation seed
+    does it contain the oracle's solving answer (a leaked answer makes the hinted arm
+    win by being told, and regret maximal)."""
+    if not (ctx.meta.has_hint and ctx.meta.has_oracle):
+        return []
+    from spade_tasks.hints import answer_of, leaks  # hints imports this module
+
+    for seed, p in reference_episodes(ctx).items():
+        if not (p.solved and p.actions):
+            continue
+        h = play(ctx.sandbox, ctx.source, ctx.class_name, seed, empty_policy, 0,
+                 with_hint=True)
+        if h.error:
+            return [_fault("hint", h, f"hint() on seed {seed}")]
+        leaked = leaks(h.hint or "", [answer_of(p.actions[-1])])
+        if leaked:
+            return [f"hint_leak: hint() on seed {seed} contains the oracle's answer "
+                    f"{leaked!r}; a hint gives strategy, never the answer"]
+    return []
+
+
 def check_gymnasium(ctx: Ctx) -> list[str]:
     """The wrapped program passes gymnasium's own environment checker."""
     import warnings
@@ -371,25 +466,34 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
     return []
 
 
-DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_oracle_feasible,
-                  check_determinism, check_non_trivial, check_hint, check_gymnasium]
+# Ordered: load -> runtime probes -> feasibility -> determinism -> seed control ->
+# non-trivial -> hint. The order is meaningful (a rejected design's credit can grow with
+# how far it got), and ``duplicate`` comes after all of them, in the flow
+# (``designer.duplicate_reason``), because it needs the pool.
+DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
+                  check_oracle_missing, check_oracle_feasible, check_determinism,
+                  check_seed_ignored, check_non_trivial, check_hint, check_hint_leak]
 
 
 def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                    path: str | None = None) -> Report:
-    """Run every check in order, stopping at the first that fails."""
+                    path: str | None = None, allow_unverified: bool = False) -> Report:
+    """Run every check in order, stopping at the first that fails.
+
+    ``allow_unverified`` lets a program without oracle()/solution() through
+    ``oracle_missing`` (a fixed pool imported from elsewhere, by config); designs never."""
     cfg = cfg or ValidationConfig()
     st = Static()
     for check in STATIC_CHECKS:
         reasons = check(source, st)
         if reasons:
             return Report(path, False, reasons, sandbox.tier, st.class_name)
-    ctx = Ctx(sandbox, source, st.class_name, cfg)
+    ctx = Ctx(sandbox, source, st.class_name, cfg, allow_unverified=allow_unverified)
     for check in DYNAMIC_CHECKS:
         reasons = check(ctx)
         if reasons:
             return Report(path, False, reasons, sandbox.tier, st.class_name, ctx.meta)
-    return Report(path, True, [], sandbox.tier, st.class_name, ctx.meta)
+    return Report(path, True, [], sandbox.tier, st.class_name, ctx.meta,
+                  behaviour_fingerprint(reference_episodes(ctx)))
 
 
 # -- verdicts cached across runs -----------------------------------------------------
@@ -404,7 +508,8 @@ _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 @functools.cache
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
-    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", *(_PKG / "sandbox").rglob("*.py")]):
+    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", _PKG / "hints.py",
+                     *(_PKG / "sandbox").rglob("*.py")]):
         h.update(f.read_bytes())
     for dist in _VERDICT_PACKAGES:
         try:
@@ -414,11 +519,13 @@ def _code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig) -> str:
+def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig,
+                allow_unverified: bool = False) -> str:
     """The cache key of ``source``'s verdict under this checker, sandbox and config."""
     h = hashlib.sha256(_code_fingerprint().encode())
     h.update(sandbox.cfg.model_dump_json().encode())
     h.update(cfg.model_dump_json().encode())
+    h.update(b"unverified-ok" if allow_unverified else b"oracle-required")
     h.update(source.encode("utf-8"))
     return h.hexdigest()[:32]
 
@@ -428,24 +535,27 @@ def verdict_cache_dir() -> Path:
 
 
 def validate_source_cached(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                           path: str | None = None, cache_dir: Path | None = None) -> Report:
+                           path: str | None = None, cache_dir: Path | None = None,
+                           allow_unverified: bool = False) -> Report:
     """``validate_source``, reusing an acceptance recorded under the same ``verdict_key``
     (only acceptances are kept: a rejection is cheap to find again and may be flaky)."""
     cfg = cfg or ValidationConfig()
     folder = cache_dir or verdict_cache_dir()
-    file = folder / f"{verdict_key(source, sandbox, cfg)}.json"
+    file = folder / f"{verdict_key(source, sandbox, cfg, allow_unverified)}.json"
     try:
-        meta = ProgramMeta(**json.loads(file.read_text()))
-        return Report(path, True, [], sandbox.tier, meta.class_name, meta)
-    except (OSError, ValueError, TypeError):
+        saved = json.loads(file.read_text())
+        meta = ProgramMeta(**saved["meta"])
+        return Report(path, True, [], sandbox.tier, meta.class_name, meta, saved["fingerprint"])
+    except (OSError, ValueError, TypeError, KeyError):
         pass  # absent or unreadable: validate for real
-    report = validate_source(source, sandbox, cfg, path)
+    report = validate_source(source, sandbox, cfg, path, allow_unverified)
     if report.accepted and report.meta is not None:
         folder.mkdir(parents=True, exist_ok=True)
         # Written aside and renamed: a crash never leaves a half verdict.
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump(dataclasses.asdict(report.meta), f)
+            json.dump({"meta": dataclasses.asdict(report.meta),
+                       "fingerprint": report.fingerprint}, f)
         os.replace(tmp, file)
     return report
 
@@ -466,4 +576,5 @@ def env_class_name(source: str) -> str | None:
 
 
 __all__ = ["Report", "Played", "play", "validate_source", "validate_path", "env_class_name",
-           "oracle_policy", "empty_policy", "echo_policy", "SandboxConfig"]
+           "oracle_policy", "empty_policy", "echo_policy", "SandboxConfig", "capped_return",
+           "behaviour_fingerprint"]

@@ -6,6 +6,7 @@ import random
 import select
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -402,3 +403,41 @@ def test_play_replays_an_actions_file(tmp_path):
     assert obj["turns"] == 1 and obj["end_reason"] == "max_turns" and obj["return"] == 0.0
     _one_line_error(spade("play", good, "--actions-file", tmp_path / "none.txt"),
                     "none.txt: no such file")
+def test_play_actions_file_replays_one_action_per_line(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    actions = tmp_path / "actions.txt"
+    actions.write_text("hello\n\n9\n")
+    r = spade("play", good, "--actions-file", actions, "--seed", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["turns"] == 3 and obj["seed"] == 1 and obj["return"] in (0.0, 1.0)
+
+
+@pytest.mark.parametrize("name, actions, expected", [
+    ("GreedyEnv", ["a", "b", "c"], 1.0),    # pays 2.1: capped at 1.0
+    ("PenaltyEnv", ["a", "b", "c"], -1.0),  # pays -2.1: floored at -1.0
+    ("SlowEnv", ["a", "b"], 0.0),           # stopped before it pays
+])
+def test_rollout_validator_and_play_report_the_same_capped_return(sandbox, tmp_path, name,
+                                                                   actions, expected):
+    from spade_tasks.config import RolloutConfig
+    from spade_tasks.rollout import episode_seed, rollout
+    from spade_tasks.validation import play
+    from tests.test_rollout import PROGRAMS, ScriptedBackend, record
+
+    rec = record(name)
+    cfg = RolloutConfig(episodes_per_env=1, max_turns=len(actions), max_new_tokens=16)
+    backend = ScriptedBackend(lambda conv: actions[(len(conv) - 2) // 2])
+    in_rollout = next(r for r in rollout(backend, sandbox, [rec], cfg, seed=3)
+                      if not r.with_hint)
+    seed = episode_seed(3, rec.env_id, 0)
+    replay = iter(actions)
+    in_validator = play(sandbox, rec.source, name, seed, lambda ep, obs: next(replay, None),
+                        len(actions))
+    program, lines = tmp_path / "env.py", tmp_path / "actions.txt"
+    program.write_text(textwrap.dedent(PROGRAMS[name]))
+    lines.write_text("\n".join(actions) + "\n")
+    r = spade("play", program, "--actions-file", lines, "--seed", seed, "--json")
+    assert r.returncode == 0, r.stderr
+    assert in_rollout.ret == in_validator.ret == json.loads(r.stdout)["return"] == expected

@@ -66,3 +66,13 @@ def test_oracle_and_human_transcripts(sandbox, good):
     h = play_human(sandbox, prog, 4, False, ask=lambda prompt: next(answers), say=said.append)
     assert h.actions[-1] == o.actions[-1] and h.ret == 1.0 and h.end_reason == "terminated"
     assert any("reward 1 (return so far 1)" in s for s in said)
+
+
+def test_model_is_never_shown_a_hint_that_holds_the_answer(sandbox, tmp_path):
+    path = tmp_path / "leak.py"
+    path.write_text(GOOD.replace('return "Halve the interval each turn."',
+                                 'return f"The number is {self.n}."'))
+    backend = ScriptedBackend(["5"])
+    t = play_model(backend, sandbox, load_program(path, sandbox), 3, True, RolloutConfig(), None)
+    assert t.end_reason == "hint_refused" and t.turns == 0 and not backend.calls
+    assert t.error.startswith("hint_leak:")

@@ -194,3 +194,57 @@ def test_role_advantages_never_mix_roles():
 def test_advantages_are_finite_for_tiny_spread():
     adv = group_advantages([0.0, 1e-12])
     assert all(math.isfinite(a) for a in adv)
+
+
+# ---------------------------------------------------------------- the scoring stage
+
+
+class _Rt:
+    """What ``score_stage`` reads of a runtime: config, store, run name, stage results."""
+
+    def __init__(self, store):
+        from spade_tasks.config import Config
+
+        self.cfg, self.store, self.run = Config(), store, "r"
+
+    def stage_result(self, generation, stage):
+        return None
+
+
+def _scored(tmp_path, flag=None):
+    """Four designs: measured (regret 0.5), accepted-unmeasured, rejected, and measured
+    but flagged ``flag`` in the rollout; returns {design_idx: reward}."""
+    from spade_tasks.regret import score_stage
+    from spade_tasks.store import Store
+
+    with Store(tmp_path / "s.duckdb") as store:
+        for idx, env, accepted in [(0, "a", True), (1, "b", True), (2, None, False),
+                                   (3, "c", True)]:
+            store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
+                                     "env_id": env, "accepted": accepted})
+        for env, no_hint, hint in [("a", 0.0, 1.0), ("c", 0.0, 1.0)]:
+            for with_hint, ret in ((False, no_hint), (True, hint)):
+                store.upsert("episodes", {"run": "r", "generation": 0, "env_id": env,
+                                          "episode_id": f"{env}-{with_hint}",
+                                          "with_hint": with_hint, "return": ret})
+        store.upsert("environments", {"env_id": "c", "flag": flag})
+        score_stage(_Rt(store), 0)
+        rewards = {r["design_idx"]: r["reward"] for r in store.rows(
+            "SELECT design_idx, reward FROM designs ORDER BY design_idx")}
+        used = [r["design_idx"] for r in store.rows(
+            # the designer's training query (training.train_stage)
+            "SELECT design_idx FROM designs WHERE run = 'r' AND generation = 0"
+            " AND reward IS NOT NULL ORDER BY design_idx")]
+    return rewards, used
+
+
+def test_unmeasured_design_stays_out_of_the_group(tmp_path):
+    rewards, used = _scored(tmp_path)
+    assert rewards[0] == 1.0 and rewards[2] == -1.0
+    assert rewards[1] is None and 1 not in used
+
+
+def test_overflowing_environment_earns_the_rejected_reward(tmp_path):
+    rewards, _ = _scored(tmp_path, flag="reward_overflow: episode c-n-0 paid 2.1")
+    assert rewards[3] == -1.0
+    assert _scored(tmp_path / "clean")[0][3] == 1.0

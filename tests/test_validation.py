@@ -57,7 +57,7 @@ CASES = {
                            'return "Guess"'),
     "step_return": mutate('return "Reply with a number.", 0.0, False, False, {}',
                           'return "Reply with a number.", float("nan"), False, False, {}'),
-    "max_return": mutate('return "Correct!", 1.0, True, False, {}',
+    "reward_overflow": mutate('return "Correct!", 1.0, True, False, {}',
                          'return "Correct!", 1.0, False, False, {}'),
     "oracle_feasible": mutate("return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)",
                               "return str(10)"),
@@ -138,3 +138,75 @@ def test_acceptances_are_cached_by_program_checker_and_config(sandbox, cfg, tmp_
     assert not bad.accepted and len(played) == 2
     assert len(list(tmp_path.glob("*.json"))) == 2  # rejections are not kept
     assert v.verdict_key(GOOD, sandbox, cfg) != v.verdict_key(GOOD + "\n", sandbox, cfg)
+
+
+# -- designer-reward integrity: each way to game the reward has a named check ------------
+
+GAMING = {
+    # Neither oracle() nor solution(): nothing shows that the environment can be won.
+    "oracle_missing": [
+        GOOD.split("    def oracle(self):")[0],
+        GOOD.replace("def oracle(self):", "def _oracle(self):"),
+    ],
+    # reset() ignores its seed: every episode is the same puzzle.
+    "seed_ignored": [
+        mutate("self.n = random.Random(seed).randint(1, 9)", "self.n = 7"),
+        mutate("self.n = random.Random(seed).randint(1, 9)",
+               "self.n = random.Random(12345).randint(1, 9)"),
+    ],
+    # hint() gives the answer away (the hinted arm would win by being told).
+    "hint_leak": [
+        mutate('return "Halve the interval each turn."', 'return f"The number is {self.n}."'),
+        mutate('return "Halve the interval each turn."',
+               'return f"Halve the interval; it ends at {self.n}, so say {self.n}."'),
+    ],
+    # Pays past 1.0 on some tried policy: the total must stay within the cap.
+    "reward_overflow": [
+        mutate('return "Correct!", 1.0, True, False, {}',
+               'return "Correct!", 2.0, True, False, {}'),
+        mutate('return "Reply with a number.", 0.0, False, False, {}',
+               'return "Reply with a number.", 0.4, False, False, {}'),
+    ],
+}
+
+
+@pytest.mark.parametrize("reason,source", [(r, s) for r, ss in GAMING.items() for s in ss],
+                         ids=[f"{r}-{i}" for r, ss in GAMING.items() for i in range(len(ss))])
+def test_gaming_program_rejected_for_named_reason(sandbox, cfg, reason, source):
+    report = validate_source(source, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].split(":")[0] == reason, report.reasons
+
+
+def test_hidden_state_game_with_equal_first_observations_passes_seed_control(sandbox, cfg):
+    """GOOD's first observation is the same on every seed (the number is hidden); its
+    whole episodes differ, so ``seed_ignored`` accepts it."""
+    from spade_tasks.validation import constant_policy, play
+
+    firsts = {play(sandbox, GOOD, "PickEnv", s, constant_policy(""), 1).observations[0]
+              for s in cfg.seeds}
+    assert len(firsts) == 1
+    assert validate_source(GOOD, sandbox, cfg).accepted
+
+
+def test_fixed_pool_may_opt_out_of_oracle_missing(sandbox, cfg):
+    no_oracle = GAMING["oracle_missing"][0]
+    report = validate_source(no_oracle, sandbox, cfg, allow_unverified=True)
+    assert report.accepted, report.reasons
+    assert not report.meta.has_oracle
+
+
+def test_fingerprint_is_behaviour_not_text(sandbox, cfg):
+    """Same episodes -> same fingerprint, whatever the text; other episodes -> another."""
+    renamed = GOOD.replace("Pick the hidden number.", "Find the secret value.").replace(
+        "PickEnv", "SecretEnv").replace("self.n", "self.secret")
+    other = mutate('"Correct!"', '"Right!"')
+    fps = [validate_source(s, sandbox, cfg).fingerprint for s in (GOOD, renamed, other)]
+    assert fps[0] and fps[0] == fps[1] and fps[0] != fps[2]
+
+
+def test_validator_return_is_capped_to_plus_minus_one():
+    from spade_tasks.validation import Played, capped_return
+
+    assert [capped_return(t) for t in (-3.0, -1.0, 0.25, 1.0, 2.5)] == [-1.0, -1.0, 0.25, 1.0, 1.0]
+    assert Played(0, rewards=[0.7, 0.7, 0.7]).ret == 1.0
