@@ -95,13 +95,73 @@ def cmd_validate(args) -> int:
     sandbox = _sandbox(cfg)
     all_ok = True
     for path, source in zip(paths, sources):
-        report = validate_source(source, sandbox, cfg.validation, str(path))
+        report = validate_source(source, sandbox, cfg.validation, str(path),
+                                 allow_unverified=cfg.designer.allow_unverified_pool,
+                                 run_all=args.all)
         all_ok &= report.accepted
         if args.json:
             print(json.dumps(report.to_json()), flush=True)
         else:
             verdict = "ACCEPTED" if report.accepted else "REJECTED"
             print(f"{verdict} {path} [{report.class_name or '?'}, sandbox tier {report.tier}]")
+            if args.all:
+                for c in report.checks:
+                    print(f"  {c.status:4} {c.name:18} {c.seconds:6.2f} s  {c.detail}")
+            else:
+                for reason in report.reasons:
+                    print(f"  - {reason}")
+            sys.stdout.flush()
+    return 0 if all_ok else 1
+
+
+def cmd_import(args) -> int:
+    import os
+    import tempfile
+
+    from spade_tasks.config import load_config
+    from spade_tasks.environments import program_paths, read_program
+    from spade_tasks.interop import convert_file, output_path
+    from spade_tasks.validation import validate_source
+
+    cfg = load_config(args.config)
+    paths = program_paths(args.paths)
+    for p in paths:  # size and encoding, named, before any conversion
+        read_program(p)
+    into = Path(args.into)
+    if into.exists() and not into.is_dir():
+        raise UserError(f"{into}: not a directory")
+    converted = [convert_file(p, args.format) for p in paths]  # every input parses first
+    sandbox = _sandbox(cfg)
+    into.mkdir(parents=True, exist_ok=True)
+    all_ok, taken = True, set()
+    for conv in converted:
+        out = output_path(conv, into, taken)
+        taken.add(out)
+        # Imported programs go to a fixed pool: one without an oracle passes
+        # oracle_missing here, feasibility-unverified; the pool uses it only with
+        # `designer.allow_unverified_pool: true`.
+        report = validate_source(conv.program, sandbox, cfg.validation, str(out),
+                                 allow_unverified=True)
+        all_ok &= report.accepted
+        written = None
+        if report.accepted:  # only programs that pass reach the folder (a pool reads it)
+            fd, tmp = tempfile.mkstemp(dir=into, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(conv.program)
+            os.replace(tmp, out)
+            written = str(out)
+        feasibility = ("verified" if report.meta and report.meta.has_oracle and report.accepted
+                       else "unverified")
+        row = report.to_json() | {"source": conv.source(), "written": written,
+                                  "changes": conv.changes, "feasibility": feasibility}
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            verdict = "IMPORTED" if report.accepted else "REJECTED"
+            print(f"{verdict} {conv.path} -> {written or '(not written)'} "
+                  f"[{report.class_name or '?'}, feasibility {feasibility}]")
+            for line in conv.changes:
+                print(f"  * {line}")
             for reason in report.reasons:
                 print(f"  - {reason}")
             sys.stdout.flush()
@@ -112,15 +172,41 @@ def _add_validate(sub) -> None:
     v = sub.add_parser(
         "validate", help="check environment programs against the contract",
         description="Run the validator's named checks on each program, in the sandbox. "
-        "Exit 0: all accepted; 1: any rejected; 2: usage error.",
+        "Exit codes: 0 all accepted, 1 any rejected, 2 usage error, 3 internal error.",
         epilog="examples:\n  spade validate environments_store/seeds/water_jugs.py\n"
-        "  spade validate environments_store/seeds --json")
+        "  spade validate environments_store/seeds --json\n"
+        "  spade validate environments_store/seeds/water_jugs.py --all")
     v.add_argument("paths", nargs="+", metavar="PATH",
                    help="program files, or folders standing for the .py files in them")
     v.add_argument("--json", action="store_true",
                    help="print one JSON object per program: path, accepted, reasons")
+    v.add_argument("--all", action="store_true",
+                   help="run every check instead of stopping at the first failure, and "
+                   "print each check's status (pass, fail or skip)")
     _add_config(v, None, "config (its sandbox and validation sections)")
     v.set_defaults(fn=cmd_validate)
+
+
+def _add_import(sub) -> None:
+    im = sub.add_parser(
+        "import", help="convert programs from another format, write them into DIR, validate",
+        description="Convert environment programs written for the SPADE reference code "
+        "(--format reference) or GEM text games (--format gem) into programs of our "
+        "contract, validate each, and write the accepted ones into DIR. Exit codes: 0 all "
+        "accepted, 1 any rejected, 2 usage error, 3 internal error.",
+        epilog="example:\n  spade import --format reference ref_envs/*.py --into my_pool --json")
+    im.add_argument("paths", nargs="+", metavar="PATH",
+                    help="programs to convert, or folders standing for the .py files in them")
+    im.add_argument("--format", required=True, choices=["reference", "gem"],
+                    help="what the programs are written for: the SPADE reference code, or "
+                    "GEM text games (required, no default)")
+    im.add_argument("--into", required=True, metavar="DIR",
+                    help="folder for the converted programs (required, no default)")
+    im.add_argument("--json", action="store_true",
+                    help="print one JSON object per program: the validator's fields plus "
+                    "source, written, changes, feasibility")
+    _add_config(im, None, "config (its sandbox and validation sections)")
+    im.set_defaults(fn=cmd_import)
 
 
 # -- play -------------------------------------------------------------------------------
@@ -755,7 +841,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 COMMANDS = [_add_run_command, _add_validate, _add_play, _add_envs, _add_designs,
-            _add_episodes, _add_design, _add_eval, _add_serve]
+            _add_episodes, _add_design, _add_eval, _add_import, _add_serve]
 """Each adds one command to the subparsers, in the order ``spade --help`` lists them."""
 
 
@@ -782,10 +868,26 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+INTERNAL_ERROR = 3
+"""Exit code of `spade validate`/`spade import` when the checker itself fails (no
+sandbox, a bug): distinct from 1, which says a program was rejected."""
+CHECKING_COMMANDS = ("validate", "import")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "root", None):
         os.environ[ROOT_ENV] = str(Path(args.root).expanduser().resolve())
+    if args.command in CHECKING_COMMANDS:
+        try:
+            return _main(args)
+        except Exception as e:  # a checker fault must not read as "rejected" (exit 1)
+            print(f"spade: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+            return INTERNAL_ERROR
+    return _main(args)
+
+
+def _main(args) -> int:
     try:
         return args.fn(args)
     except UserError as e:
@@ -793,7 +895,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except SpadeError as e:
         print(f"spade: error: {e}", file=sys.stderr)
-        return e.exit_code
+        return INTERNAL_ERROR if args.command in CHECKING_COMMANDS else e.exit_code
     except KeyboardInterrupt:
         print("spade: interrupted", file=sys.stderr)
         return 130

@@ -99,6 +99,12 @@ class ValidationConfig(_Section):
     """Largest ``max_turns`` an environment may declare."""
     probe_long_chars: int = Field(20000, ge=100, le=1_000_000)
     """Length of the 'very long' probe action."""
+    max_call_seconds: float = Field(2.0, gt=0, le=600)
+    """Longest any one reset/step/hint/oracle call may take during validation
+    (resource_bounds); well under the sandbox's hard call deadline."""
+    max_peak_memory_mb: int = Field(512, ge=16, le=65536)
+    """Largest resident memory a worker may reach during validation (resource_bounds);
+    below the sandbox's address-space limit, which kills outright."""
 
 
 class CorpusConfig(_Section):

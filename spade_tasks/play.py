@@ -88,7 +88,7 @@ def load_program(path: str | Path, sandbox: Sandbox) -> Program:
         reasons = check(source, st)
         if reasons:
             raise UserError(f"{path}: {reasons[0]} (see `spade validate {path}`)")
-    with sandbox.open(source, st.class_name, {"max_turns": DEFAULT_MAX_TURNS}) as ep:
+    with sandbox.open(source, st.class_name, {}) as ep:  # the program's own max_turns
         if not ep.load_result.ok:
             raise UserError(f"{path}: does not load: {ep.load_result.error}")
         return Program(path, source, ep.meta)

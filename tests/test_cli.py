@@ -403,6 +403,39 @@ def test_play_replays_an_actions_file(tmp_path):
     assert obj["turns"] == 1 and obj["end_reason"] == "max_turns" and obj["return"] == 0.0
     _one_line_error(spade("play", good, "--actions-file", tmp_path / "none.txt"),
                     "none.txt: no such file")
+def test_a_checker_that_cannot_run_exits_3_not_1(tmp_path):
+    """No sandbox (bwrap not on PATH) is the checker's failure, not a rejection."""
+    import os
+
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    r = subprocess.run([*SPADE, "validate", str(good)], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, PATH="/nonexistent"))
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert "bwrap" in r.stderr and "Traceback" not in r.stderr
+    assert "3 internal error" in spade("validate", "--help").stdout
+
+
+def test_validate_all_json_reports_every_check(tmp_path):
+    from spade_tasks.validation import check_names
+
+    good = tmp_path / "good.py"
+    good.write_text(GOOD)
+    bad = tmp_path / "bad.py"
+    bad.write_text(GOOD.replace('return "Halve the interval each turn."', 'return ""'))
+    r = spade("validate", good, bad, "--all", "--json")
+    assert r.returncode == 1, r.stderr
+    rows = [json.loads(x) for x in r.stdout.strip().splitlines()]
+    for row in rows:
+        assert [c["name"] for c in row["checks"]] == check_names()
+        assert all(set(c) == {"name", "status", "detail", "seconds"} for c in row["checks"])
+    assert {c["status"] for c in rows[0]["checks"]} == {"pass"}
+    assert [c["name"] for c in rows[1]["checks"] if c["status"] == "fail"] == ["hint"]
+    # without --all the report stops at the failure
+    r = spade("validate", bad, "--json")
+    assert json.loads(r.stdout)["checks"][-1]["name"] == "hint"
+
+
 def test_play_actions_file_replays_one_action_per_line(tmp_path):
     good = tmp_path / "good.py"
     good.write_text(GOOD)

@@ -65,6 +65,7 @@ def test_prompt_contents():
     assert "any theme" in build_prompt(None, PromptExamples([], [], []), "games")[1]["content"]
     tool = build_prompt(None, PromptExamples([], [], []), "tool_use")
     assert "ToolEnv" in tool[0]["content"] and "def solution" in tool[0]["content"]
+    assert "self.user_messages" in tool[0]["content"] and "self.message_criteria" in tool[0]["content"]
 
 
 def test_prompt_shows_memory_examples(tmp_path):
