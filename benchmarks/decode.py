@@ -10,8 +10,8 @@ steps per second.
     python benchmarks/decode.py --new-tokens 256 --batches 1,16 --dtype float32
 
 Rows: ``transformers`` is the backend as configured by default (for Llama models, the
-written-out decode step of ``llama_decode.py``, its matmuls through the packed kernel
-of ``cpu_linear.py`` on AVX-512 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
+written-out decode step of ``llm/cpu/decode.py``, its matmuls through the packed kernel
+of ``llm/cpu/linear.py`` on AVX-512 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
 ``tf-forward`` the same backend and weights calling the model's own forward at each
 step; ``hf.generate`` batched ``model.generate``; ``vllm`` where it is installed;
 ``llama.cpp`` one stream of the GGUF file where ``llama-cpp-python`` is installed

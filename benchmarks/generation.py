@@ -46,7 +46,8 @@ def main() -> None:
     config = tmp / "bench.yaml"
     config.write_text(yaml.safe_dump(cfg))
 
-    from flows.generation import flow_for, prefect_api
+    from flows.generation import spade
+    from spade_tasks.orchestration import flow_for, prefect_api
     from spade_tasks.config import load_config
 
     try:
@@ -56,7 +57,7 @@ def main() -> None:
         with prefect_api() as api_url:
             print(f"Prefect temporary server started in {time.perf_counter() - t0:.1f} s "
                   f"(once per process, before the first generation)")
-            _run(flow_for(load_config(config), api_url), config, args.generations)
+            _run(flow_for(spade, load_config(config), api_url), config, args.generations)
     finally:
         if args.keep:
             print(f"run folder kept: {tmp}")

@@ -14,6 +14,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from spade_tasks.config import Config, load_config
+from spade_tasks.evaluation import get_suite, run_eval
 from spade_tasks.llm.base import make_backend
 from spade_tasks.runtime import open_runtime
 
@@ -48,8 +49,6 @@ def _close_backends() -> None:
 def evaluate_suite(cfg: Config, suite: str, limit: int | None,
                    checkpoint: str | None) -> dict:
     """Run and record one suite; returns its score, item count and evaluation run id."""
-    from spade_tasks.evaluation import run_eval
-
     result = run_eval(cfg, suite, limit, checkpoint, backend=_backend(cfg, checkpoint),
                       store=open_runtime(cfg).store)
     return {"suite": suite, "score": result.score, "n": result.n, "run": result.run}
@@ -60,8 +59,6 @@ def spade_eval(config: str = "configs/cpu-tiny.yaml", suites: list[str] | None =
                limit: int | None = None, checkpoint: str | None = None) -> dict[str, float]:
     """Evaluate the config's model (or ``checkpoint``) on ``suites`` (default: the
     config's ``eval.suites``); returns each suite's score."""
-    from spade_tasks.evaluation import get_suite
-
     cfg = load_config(config)
     suites = list(suites or cfg.eval.suites)
     for name in suites:  # an unknown or missing suite fails before the model loads

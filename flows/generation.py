@@ -18,47 +18,30 @@ deterministic failure is not retried.
 
 from __future__ import annotations
 
-import os
 import time
-from contextlib import contextmanager
-from prefect import flow, get_run_logger, task, unmapped
+
+from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
 
+from spade_tasks import corpus, designer, regret, tracking
+from spade_tasks import memory as memory_stage
+from spade_tasks import rollout as rollout_stage
 from spade_tasks.config import Config, SandboxConfig, ValidationConfig, load_config
-from spade_tasks.runtime import Runtime, open_runtime
-
-
-def staged(rt: Runtime, generation: int, name: str, fn):
-    """Run ``fn`` unless the stage already finished in this generation (resume)."""
-    done = rt.stage_result(generation, name)
-    if done is not None:
-        get_run_logger().info("%s: finished earlier, skipped", name)
-        rt.timings.setdefault(name, 0.0)
-        return done
-    get_run_logger().info("%s: started (generation %d)", name, generation)
-    t0 = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - t0
-    rt.timings[name] = seconds
-    rt.mark_stage(generation, name, result, seconds)
-    return result
+from spade_tasks.evaluation import eval_stage
+from spade_tasks.orchestration import staged, transient
+from spade_tasks.runtime import open_runtime
 
 
 @task(name="sample_documents", cache_policy=NO_CACHE)
 def sample_documents(cfg: Config, generation: int) -> list[str]:
-    from spade_tasks import corpus
-
     rt = open_runtime(cfg)
     return staged(rt, generation, "sample_documents",
                   lambda: corpus.sample_stage(rt, generation))
 
 
 @task(name="design_environments", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
-      retry_condition_fn=lambda task, run, state: _transient(state))
+      retry_condition_fn=lambda task, run, state: transient(state))
 def design_environments(cfg: Config, generation: int, doc_ids: list[str]) -> list[int]:
-    from spade_tasks import designer
-
     rt = open_runtime(cfg)
     return staged(rt, generation, "design_environments",
                   lambda: designer.design_stage(rt, generation, doc_ids))
@@ -67,16 +50,12 @@ def design_environments(cfg: Config, generation: int, doc_ids: list[str]) -> lis
 @task(name="validate_program", cache_policy=NO_CACHE)
 def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
                      validation_cfg: ValidationConfig) -> dict:
-    from spade_tasks import designer
-
     return designer.validate_program(source, sandbox_cfg, validation_cfg)
 
 
 @task(name="record_validations", cache_policy=NO_CACHE)
 def record_validations(cfg: Config, generation: int, design_ids: list[int],
                        reports: list[dict]) -> list[str]:
-    from spade_tasks import designer
-
     rt = open_runtime(cfg)
     designs = [d for d in designer.load_designs(rt.store, rt.run, generation)
                if d.design_idx in set(design_ids)]
@@ -87,8 +66,6 @@ def record_validations(cfg: Config, generation: int, design_ids: list[int],
 def validate_environments(cfg: Config, generation: int, design_ids: list[int]) -> list[str]:
     """Validate every design as its own task (fanned out on the task runner: threads,
     or Ray workers), then record the verdicts in one transaction."""
-    from spade_tasks import designer
-
     rt = open_runtime(cfg)
     done = rt.stage_result(generation, "validate_environments")
     if done is not None:
@@ -105,10 +82,8 @@ def validate_environments(cfg: Config, generation: int, design_ids: list[int]) -
 
 
 @task(name="rollout", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
-      retry_condition_fn=lambda task, run, state: _transient(state))
+      retry_condition_fn=lambda task, run, state: transient(state))
 def rollout(cfg: Config, generation: int, new_env_ids: list[str]) -> dict:
-    from spade_tasks import rollout as rollout_stage
-
     rt = open_runtime(cfg)
     return staged(rt, generation, "rollout",
                   lambda: rollout_stage.rollout_stage(rt, generation, new_env_ids))
@@ -116,14 +91,13 @@ def rollout(cfg: Config, generation: int, new_env_ids: list[str]) -> dict:
 
 @task(name="score_regret", cache_policy=NO_CACHE)
 def score_regret(cfg: Config, generation: int) -> dict:
-    from spade_tasks import regret
-
     rt = open_runtime(cfg)
     return staged(rt, generation, "score_regret", lambda: regret.score_stage(rt, generation))
 
 
 @task(name="train_step", cache_policy=NO_CACHE)
 def train_step(cfg: Config, generation: int) -> dict:
+    # torch loads with the training module (3 s): only when a step is due, not at flow import.
     from spade_tasks import training
 
     rt = open_runtime(cfg)
@@ -132,37 +106,21 @@ def train_step(cfg: Config, generation: int) -> dict:
 
 @task(name="update_memory", cache_policy=NO_CACHE)
 def update_memory(cfg: Config, generation: int) -> dict:
-    from spade_tasks import memory
-
     rt = open_runtime(cfg)
-    return staged(rt, generation, "update_memory", lambda: memory.update_stage(rt, generation))
+    return staged(rt, generation, "update_memory",
+                  lambda: memory_stage.update_stage(rt, generation))
 
 
 @task(name="evaluate_generation", cache_policy=NO_CACHE)
 def evaluate_generation(cfg: Config, generation: int) -> dict:
-    from spade_tasks.evaluation import eval_stage
-
     rt = open_runtime(cfg)
     return staged(rt, generation, "evaluate_generation", lambda: eval_stage(rt, generation))
 
 
 @task(name="log_generation", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
 def log_generation(cfg: Config, generation: int, summary: dict) -> dict:
-    from spade_tasks import tracking
-
     rt = open_runtime(cfg)
     return tracking.log_stage(rt, generation, summary)
-
-
-def _transient(state) -> bool:
-    """Retry only failures a second try can fix: connection and server errors."""
-    try:
-        state.result()
-    except (ConnectionError, TimeoutError, OSError) as e:
-        return not isinstance(e, (FileNotFoundError, PermissionError))
-    except Exception:  # noqa: BLE001 - anything else is deterministic: no retry
-        return False
-    return False
 
 
 @flow(name="spade")
@@ -192,56 +150,3 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
                "wall_s": time.perf_counter() - t0,
                "timings": dict(rt.timings)}
     return log_generation(cfg, generation, summary)
-
-
-@contextmanager
-def prefect_api():
-    """The Prefect API this process and its task workers report to: ``PREFECT_API_URL``
-    when set, else one temporary local server for all generations of this command (so
-    Ray workers join it instead of each starting their own)."""
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        yield url
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    server = SubprocessASGIServer()
-    server.start()
-    try:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield server.api_url
-    finally:
-        _drain_prefect_workers()
-        server.stop()
-
-
-def _drain_prefect_workers(timeout: float = 10.0) -> None:
-    """Send the logs and events still queued for the API before its server stops:
-    left queued, they are retried at interpreter exit against a dead server, which
-    delays the exit by up to a minute and ends with '--- Error logging to API ---'."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    for worker in (APILogWorker, EventsWorker):
-        worker.drain_all(timeout=timeout)
-
-
-def flow_for(cfg: Config, api_url: str | None = None):
-    """The ``spade`` flow on the task runner the config asks for."""
-    orch = cfg.orchestration
-    if orch.task_runner == "ray":
-        try:
-            from prefect_ray import RayTaskRunner
-        except ImportError:
-            from spade_tasks.errors import UserError
-
-            raise UserError("orchestration.task_runner: ray needs the ray extra "
-                            "(pip install -e '.[ray]')") from None
-        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else {}
-        if api_url:
-            env = {"PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-            init["runtime_env"] = {"env_vars": env}
-        return spade.with_options(task_runner=RayTaskRunner(address=orch.ray_address,
-                                                            init_kwargs=init))
-    return spade.with_options(task_runner=ThreadPoolTaskRunner(max_workers=orch.max_workers))

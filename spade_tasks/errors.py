@@ -35,3 +35,27 @@ class TrainingError(SpadeError):
 
 class BackendUnavailable(SpadeError):
     """The configured model backend's engine is not installed or cannot run here."""
+
+
+class RegistryError(SpadeError):
+    """A registry was misused by code (an entry without a name, a name taken twice)."""
+
+
+class DuplicateName(RegistryError):
+    """A name registered twice in one registry (a programming error, not bad input)."""
+
+
+class UnknownName(UserError):
+    """A name that no registry entry answers to (a typo in a config or on the command line)."""
+
+
+class UnknownBackend(UnknownName):
+    """A model backend name that is not registered."""
+
+
+class UnknownSuite(UnknownName):
+    """An evaluation suite name that is not registered."""
+
+
+class UnknownDesignerReward(UnknownName, ConfigError):
+    """A designer reward name that is not registered (it comes from the run's config)."""

@@ -50,6 +50,7 @@ from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_reco
                                       record_from_meta, save_record, seed_paths)
 from spade_tasks.errors import SpadeError
 from spade_tasks.store import Store
+from spade_tasks.validation import validate_source_cached
 
 STATS_WEIGHT_NEW = 0.5
 """Weight of a generation's new estimate in an entry's moving-average statistics."""
@@ -129,8 +130,6 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
     the sandbox, a few at once) only those not yet in the store or the verdict cache.
     ``allow_unverified``: programs without oracle() pass, recorded feasibility-unverified
     (``designer.allow_unverified_pool``, for a fixed pool imported from elsewhere)."""
-    from spade_tasks.validation import validate_source_cached
-
     paths = [p for f in ([folders] if isinstance(folders, Path) else folders)
              for p in seed_paths(Path(f))]
     sources = [p.read_text(encoding="utf-8") for p in paths]

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
+from spade_tasks import registry
 from spade_tasks.errors import ConfigError, RewardError
 
 WIN_RETURN = 1.0
@@ -112,29 +113,23 @@ def plateau(win_rate_now: float) -> float:
 # ---------------------------------------------------------------- designer rewards
 
 DesignerReward = Callable[[DesignStats], float]
-DESIGNER_REWARDS: dict[str, DesignerReward] = {}
+DESIGNER_REWARDS = registry.DESIGNER_REWARDS
+"""Every designer reward by name (``name in DESIGNER_REWARDS``, ``DESIGNER_REWARDS[name]``)."""
 
 
 def register_designer_reward(name: str) -> Callable[[DesignerReward], DesignerReward]:
-    """Decorator: add a designer reward under ``name``; a taken name is an error."""
+    """Decorator: add a designer reward under ``name``; a taken name raises DuplicateName."""
 
     def decorate(fn: DesignerReward) -> DesignerReward:
-        if name in DESIGNER_REWARDS:
-            raise RewardError(f"designer reward {name!r} is already registered")
-        DESIGNER_REWARDS[name] = fn
-        return fn
+        return DESIGNER_REWARDS.register(name, fn)
 
     return decorate
 
 
 def get_designer_reward(name: str) -> DesignerReward:
-    """The designer reward registered as ``name``; an unknown name is a ConfigError."""
-    try:
-        return DESIGNER_REWARDS[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown designer reward {name!r} (known: {sorted(DESIGNER_REWARDS)})"
-        ) from None
+    """The designer reward registered as ``name``; an unknown name is a ConfigError
+    (UnknownDesignerReward)."""
+    return DESIGNER_REWARDS.get(name)
 
 
 @register_designer_reward("regret")
@@ -218,25 +213,6 @@ def grouped_advantages(
         for i, a in zip(idx, group_advantages([rewards[i] for i in idx], eps)):
             out[i] = a
     return out
-
-
-def role_advantages(
-    rewards: Sequence[float],
-    roles: Sequence[str],
-    groups: Sequence[Hashable],
-    eps: float = 1e-6,
-) -> list[float]:
-    """Advantages normalised per role: a group never mixes designer and agent rewards.
-
-    Designer rewards are on the designer reward's scale and agent rewards on the
-    environments' return scale; normalising each (role, group) separately puts both
-    roles' advantages on a unit scale before they share one training step.
-    """
-    if not (len(rewards) == len(roles) == len(groups)):
-        raise RewardError(
-            f"lengths differ: {len(rewards)} rewards, {len(roles)} roles, {len(groups)} groups"
-        )
-    return grouped_advantages(rewards, list(zip(roles, groups)), eps)
 
 
 # ---------------------------------------------------------------- the flow's stage

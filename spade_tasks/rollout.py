@@ -28,7 +28,6 @@ the same function the validator and ``spade play`` use); an episode whose total 
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 import uuid
@@ -40,12 +39,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from spade_tasks import memory, progress
 from spade_tasks.config import RolloutConfig
-from spade_tasks.environments import EnvRecord
+from spade_tasks.environments import EnvRecord, flag_environment, load_record
 from spade_tasks.errors import SpadeError
-from spade_tasks.hints import leaks
+from spade_tasks.hints import leaks, model_hints, probe
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
 from spade_tasks.sandbox import Episode, Sandbox
+from spade_tasks.seeds import derive
 from spade_tasks.store import Store
 from spade_tasks.validation import EPS, RETURN_CAP, SOLVED, capped_return
 
@@ -65,15 +66,9 @@ def agent_system_prompt() -> str:
     return (PROMPTS / "agent_system.txt").read_text(encoding="utf-8").strip()
 
 
-def _derive(*parts: object, bits: int = 31) -> int:
-    # A stable hash (not Python's salted hash()) so seeds survive process restarts.
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> (64 - bits)
-
-
 def episode_seed(seed: int, env_id: str, k: int) -> int:
     """Environment seed of episode ``k`` of ``env_id``; the same in both arms."""
-    return _derive("episode", seed, env_id, k)
+    return derive("episode", seed, env_id, k)
 
 
 def episode_id(env_id: str, with_hint: bool, k: int) -> str:
@@ -260,7 +255,7 @@ def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: 
                     break
                 params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                         temperature=base.temperature, top_p=base.top_p,
-                                        seed=_derive("turn", seed, turn, bits=63), stop=base.stop)
+                                        seed=derive("turn", seed, turn, bits=63), stop=base.stop)
                 completions = backend.generate([lv.messages for lv in active], params)
                 if len(completions) != len(active):
                     raise RolloutError(f"backend returned {len(completions)} completions for "
@@ -360,10 +355,6 @@ def overflowing(results: Sequence[EpisodeResult]) -> dict[str, str]:
 def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     """Play this generation's accepted environments plus a sample of the memory pool,
     without and with hints, and record every episode and turn."""
-    from spade_tasks import memory, progress
-    from spade_tasks.environments import flag_environment, load_record
-    from spade_tasks.hints import model_hints, probe
-
     cfg, store, run = rt.cfg, rt.store, rt.run
     seed = rt.seed(generation, salt=7)
     new = [r for r in (load_record(store, e) for e in new_env_ids) if r is not None]
@@ -444,7 +435,7 @@ def play_episode(backend: Backend, sandbox: Sandbox, rec: EnvRecord, env_seed: i
                 break
             params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                     temperature=base.temperature, top_p=base.top_p,
-                                    seed=_derive("turn", env_seed, turn, bits=63), stop=base.stop)
+                                    seed=derive("turn", env_seed, turn, bits=63), stop=base.stop)
             completions = backend.generate([live.messages], params)
             if len(completions) != 1:
                 raise RolloutError(f"backend returned {len(completions)} completions for 1")

@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spade_tasks.config import Config
+from spade_tasks.llm.base import make_backend
+from spade_tasks.sandbox import Sandbox
+from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store
+from spade_tasks.tracking import Tracker
 
 _RUNTIMES: dict[str, "Runtime"] = {}
 _LOCK = threading.Lock()
@@ -48,22 +51,18 @@ class Runtime:
     @property
     def sandbox(self):
         if self._sandbox is None:
-            from spade_tasks.sandbox import Sandbox
-
             self._sandbox = Sandbox(self.cfg.sandbox)
         return self._sandbox
 
     @property
     def tracker(self):
         if self._tracker is None:
-            from spade_tasks.tracking import Tracker
-
             self._tracker = Tracker(self.cfg, self.store)
         return self._tracker
 
     def seed(self, generation: int, salt: int = 0) -> int:
         """The seed of one generation's random draws: fixed per rerun, new per generation."""
-        return self.cfg.run.seed * 1_000_003 + generation * 101 + salt
+        return generation_seed(self.cfg.run.seed, generation, salt)
 
     # -- generations -----------------------------------------------------------------
     def current_generation(self) -> int:
@@ -123,8 +122,6 @@ class Runtime:
     # -- models ------------------------------------------------------------------------
     def backend(self):
         """The inference backend, on the latest checkpoint's weights."""
-        from spade_tasks.llm.base import make_backend
-
         ckpt = self.latest_checkpoint()
         if self._backend is None:
             model_cfg = self.cfg.model
@@ -148,6 +145,7 @@ class Runtime:
 
     def trainer(self):
         """The DeepSpeed engine, resumed from the latest checkpoint when there is one."""
+        # torch and DeepSpeed load with the training module: only when a step is due.
         from spade_tasks.training import TrainEngine
 
         ckpt = self.latest_checkpoint()
@@ -198,18 +196,3 @@ def close_all() -> None:
         for rt in _RUNTIMES.values():
             rt.close()
         _RUNTIMES.clear()
-
-
-class Timer:
-    """Stage timings for the tracking and the generation benchmark."""
-
-    def __init__(self, rt: Runtime, name: str):
-        self.rt, self.name = rt, name
-
-    def __enter__(self):
-        self.t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.t0
-        self.rt.timings[self.name] = self.seconds

@@ -16,6 +16,7 @@ from typing import Any
 
 from spade_tasks.config import Config
 from spade_tasks.store import Store
+from spade_tasks.transcripts import format_transcript
 
 
 def _client(uri: str):
@@ -213,7 +214,6 @@ def log_stage(rt, generation: int, summary: dict) -> dict:
                              " generation = ? AND NOT accepted", [rt.run, generation])
     if rejected:
         tr.json(child, {r["design_idx"]: r["reasons"] for r in rejected}, "rejections.json")
-    from spade_tasks.transcripts import format_transcript
 
     eps = rt.store.rows("SELECT episode_id FROM episodes WHERE run = ? AND generation = ?"
                         " ORDER BY episode_id LIMIT ?",

@@ -21,8 +21,11 @@ from typing import Literal
 
 import torch
 
+from spade_tasks import progress
 from spade_tasks.config import TrainingConfig
 from spade_tasks.errors import ConfigError, TrainingError
+from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
+from spade_tasks.regret import group_advantages, grouped_advantages
 
 DEEPSPEED_SUBDIR = "deepspeed"
 """Where inside a checkpoint folder the engine's optimizer state lives."""
@@ -286,8 +289,6 @@ class TrainEngine:
     @classmethod
     def from_model_name(cls, name: str, config: TrainingConfig) -> TrainEngine:
         """Load model, tokenizer (and a reference copy when kl_coef > 0) by config name."""
-        from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
-
         ref = resolve_model(name)
         # fp32 weights in: DeepSpeed's bf16 mode keeps fp32 masters and casts the module.
         model = load_model(ref, "float32")
@@ -415,8 +416,6 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
     to the generation's designs. Agent: every turn of every no-hint episode, with its
     episode's return, advantages relative to the episodes of the same environment.
     Samples whose advantage is zero carry no gradient and are left out."""
-    from spade_tasks.regret import group_advantages, grouped_advantages
-
     store, run = rt.store, rt.run
     samples: list[TrainSample] = []
     if rt.cfg.designer.training:
@@ -443,8 +442,6 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
 
 def train_stage(rt, generation: int) -> dict:
     """One DeepSpeed step on the generation's samples, then an atomic checkpoint."""
-    from spade_tasks import progress
-
     trained_from = rt.latest_checkpoint() or rt.cfg.model.name
     samples = generation_samples(rt, generation)
     result: dict = {"trained_from": trained_from, "train_samples": len(samples),

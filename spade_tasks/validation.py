@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spade_tasks.answers import answer_of, leaks
 from spade_tasks.config import SandboxConfig, ValidationConfig
 from spade_tasks.sandbox import Episode, ProgramMeta, Sandbox
 
@@ -41,6 +42,8 @@ ALLOWED_IMPORTS = frozenset({
     "reasoning_gym",  # the fixed-environment baseline's wrapped generators
 })
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
+# spade_env bases that define reset and step themselves: a subclass may inherit both.
+FULL_BASES = frozenset({"ReasoningGymEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
 RETURN_CAP = SOLVED
@@ -261,8 +264,9 @@ def check_env_class(source: str, st: Static) -> list[str]:
     cls = classes[0]
     st.class_name = cls.name
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    tool_env = bool(_base_names(cls) & TOOL_BASES)
-    missing = [m for m in ("reset", "step") if m not in methods and not (m == "step" and tool_env)]
+    bases = _base_names(cls)
+    inherited = {"reset", "step"} if bases & FULL_BASES else {"step"} if bases & TOOL_BASES else set()
+    missing = [m for m in ("reset", "step") if m not in methods and m not in inherited]
     if missing:
         return [f"env_class: {cls.name} must define {' and '.join(missing)}()"]
     return []
@@ -706,8 +710,6 @@ def check_hint_leak(ctx: Ctx) -> list[str]:
     win by being told, and regret maximal)."""
     if not (ctx.meta.has_hint and ctx.meta.has_oracle):
         return []
-    from spade_tasks.hints import answer_of, leaks  # hints imports this module
-
     for seed, p in reference_episodes(ctx).items():
         if not (p.solved and p.actions):
             continue
@@ -823,7 +825,7 @@ _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
     for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", _PKG / "hints.py",
-                     *(_PKG / "sandbox").rglob("*.py")]):
+                     _PKG / "answers.py", *(_PKG / "sandbox").rglob("*.py")]):
         h.update(f.read_bytes())
     for dist in _VERDICT_PACKAGES:
         try:

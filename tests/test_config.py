@@ -18,6 +18,9 @@ def test_embedded_default_loads():
     ("sandbox:\n  tier: docker\n", "sandbox.tier"),
     ("run:\n  generations: 0\n", "run.generations"),
     ("bogus_section: {}\n", "bogus_section: unknown key"),
+    ("model:\n  backend: sglang\n", "model.backend: Value error, unknown model backend 'sglang'"),
+    ("designer:\n  reward: regert\n", "designer.reward: Value error, unknown designer reward"),
+    ("eval:\n  every: 1\n  suites: [nope]\n", "unknown evaluation suite 'nope'"),
     ("model: [1, 2\n", "invalid YAML"),
     ("- just\n- a list\n", "top level must be a mapping"),
 ])
@@ -114,3 +117,7 @@ def test_readme_reference_is_the_generated_one():
     assert section.strip() == reference_markdown().strip(), (
         "README's configuration reference is stale: regenerate it with "
         "`python -m spade_tasks.config --update-readme`")
+def test_registered_names_load():
+    p = "configs/cpu-tiny.yaml"
+    cfg = load_config(p)
+    assert cfg.model.backend == "transformers" and cfg.designer.reward in ("regret", "blend")

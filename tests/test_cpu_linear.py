@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from spade_tasks.llm.cpu_linear import MAX_ROWS, MIN_ROWS, PackedLinear, load_kernel
+from spade_tasks.llm.cpu.linear import MAX_ROWS, MIN_ROWS, PackedLinear, load_kernel
 
 kernel = load_kernel()
 needs_kernel = pytest.mark.skipif(kernel is None, reason="no AVX-512 CPU or no C++ compiler here")
@@ -68,7 +68,7 @@ def test_training_gradients_flow_through_f_linear():
 
 
 def test_without_avx512_or_a_working_build_the_decoder_keeps_f_linear(monkeypatch, caplog):
-    from spade_tasks.llm import cpu_linear
+    from spade_tasks.llm.cpu import linear as cpu_linear
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     assert cpu_linear.load_kernel.__wrapped__() is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_tasks.errors import UserError
+from spade_tasks.errors import DuplicateName, UserError
 from spade_tasks.evaluation import (
     Suite,
     UnknownSuite,
@@ -164,7 +164,7 @@ def test_unknown_suite_is_a_one_line_user_error():
 
 
 def test_duplicate_suite_name_raises():
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
         register_suite(get_suite("humaneval"))
 
 
@@ -218,3 +218,28 @@ def test_every_suite_end_to_end_on_the_embedded_model(tmp_path, sandbox):
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
     runs = client.search_runs([exp.experiment_id])
     assert {r.data.tags["spade.suite"] for r in runs} == set(SUITES)
+
+
+def test_reasoning_gym_suite_is_held_out_from_the_fixed_pool():
+    """No dataset of the suite shares a generator (reasoning-gym's dataset class) with a
+    program of the default fixed pool."""
+    import ast
+
+    from reasoning_gym.factory import DATASETS as REGISTRY
+
+    from spade_tasks.config import DesignerConfig
+    from spade_tasks.evaluation.rgym import DATASETS
+
+    pool = set()
+    for folder in DesignerConfig().fixed_pool:
+        for path in folder.glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == "dataset"):
+                    pool.add(ast.literal_eval(node.value))
+    assert len(pool) >= 8, pool  # the 8 wrapped generators
+    suite = {name for group in DATASETS.values() for name in group}
+    assert len(suite) == 12
+    generator = {name: REGISTRY[name][0] for name in pool | suite}
+    shared = {n for n in suite if generator[n] in {generator[p] for p in pool}}
+    assert not shared and not suite & pool

@@ -1,15 +1,11 @@
 """Hints: from hint() in the sandbox or written by the model; leaks of the answer refused."""
 
-from pathlib import Path
-
 import pytest
 
 from spade_tasks.environments import EnvRecord, env_id_of
-from spade_tasks.hints import (answer_of, clean_hint, episode_hint, leaks, model_hints,
-                               prepare_hints)
+from spade_tasks.hints import answer_of, clean_hint, leaks, model_hints
 from spade_tasks.llm.base import Completion
 
-SEEDS = Path(__file__).resolve().parent.parent / "environments_store" / "seeds"
 
 LEAKY = '''import random
 
@@ -103,31 +99,3 @@ def test_model_hints_retry_once_then_drop():
     assert c.source == "dropped" and c.text is None and "117" in c.reason
     # the prompt shows the program's source, never an oracle answer
     assert "class AddPairEnv" in backend.calls[0][0][0][1]["content"]
-
-
-def test_prepare_hints_env_hint_used_or_refused(sandbox):
-    guess = (SEEDS / "number_guess.py").read_text()
-    clean = record(guess, "HigherLowerEnv", max_turns=8)
-    leaky = record(LEAKY, "AddPairEnv")
-    silent = record(LEAKY.replace("    def hint(self):\n        return f\"The sum is "
-                                  "{self.a + self.b}.\"\n\n", ""), "AddPairEnv", has_hint=False)
-    assert "def hint" not in silent.source
-    backend = ScriptedBackend([["Add the ones first, then the tens.",
-                                "Line the numbers up and add digit by digit."]])
-    out = prepare_hints(backend, sandbox, [clean, leaky, silent], seeds=[0, 1], seed=0)
-    assert {h.source for h in out[clean.env_id].values()} == {"env"}
-    assert out[clean.env_id][0].text.startswith("Keep track")
-    for s in (0, 1):
-        h = out[leaky.env_id][s]
-        assert h.source == "model" and "leak: hint() contains the answer" in h.reason
-        assert out[silent.env_id][s].source == "model" and out[silent.env_id][s].reason is None
-    assert len(backend.calls) == 1 and len(backend.calls[0][0]) == 2
-
-
-def test_episode_hint_refuses_the_answer(sandbox):
-    with sandbox.open(LEAKY, "AddPairEnv", {}) as ep:
-        obs, _ = ep.reset(0).value
-        a, b = (int(x) for x in obs.split("?")[0].split("is ")[1].split(" + "))
-        h = episode_hint(ep, answers=[str(a + b)])
-        assert h.source == "dropped" and "leak" in h.reason
-        assert episode_hint(ep).source == "env"

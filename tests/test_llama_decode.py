@@ -12,14 +12,11 @@ from transformers.cache_utils import Cache
 
 from spade_tasks.config import ModelConfig
 from spade_tasks.llm.base import SamplingParams
-from spade_tasks.llm.cpu_linear import PackedLinear, load_kernel, small_batch_linear
-from spade_tasks.llm.llama_decode import LlamaDecoder
-from spade_tasks.llm.transformers_backend import (
-    SHARED_KV_SDPA,
-    GrowingLayer,
-    TransformersBackend,
-    _store_input_major,
-)
+from spade_tasks.llm.cpu.attention import SHARED_KV_SDPA
+from spade_tasks.llm.cpu.decode import LlamaDecoder
+from spade_tasks.llm.cpu.kv_cache import GrowingLayer
+from spade_tasks.llm.cpu.linear import PackedLinear, load_kernel, small_batch_linear, store_input_major
+from spade_tasks.llm.transformers_backend import TransformersBackend
 from tests.test_cpu_linear import needs_kernel
 from tests.test_llm import assert_same_completions
 
@@ -88,6 +85,18 @@ def test_only_plain_llama_models_take_the_written_out_step():
     assert TransformersBackend(off, model=tiny_llama(), tokenizer=tok)._decoder is None
 
 
+def test_the_reference_path_leaves_the_model_as_transformers_loaded_it():
+    tok = SimpleNamespace(eos_token_id=0, pad_token_id=0)
+    model = tiny_llama()
+    model.set_attn_implementation("sdpa")
+    TransformersBackend(ModelConfig(fast_decode=False), model=model, tokenizer=tok)
+    assert model.config._attn_implementation == "sdpa"
+    assert all(p.is_contiguous() for p in model.parameters())  # not input-major
+    TransformersBackend(ModelConfig(), model=model, tokenizer=tok)  # the engine changes both
+    assert model.config._attn_implementation == SHARED_KV_SDPA
+    assert not model.model.layers[0].self_attn.q_proj.weight.is_contiguous()
+
+
 @torch.inference_mode()
 def test_input_major_layout_keeps_outputs_and_leaves_the_tied_head_alone():
     model = tiny_llama()
@@ -95,8 +104,8 @@ def test_input_major_layout_keeps_outputs_and_leaves_the_tied_head_alone():
     before = model(input_ids=ids).logits
     q = model.model.layers[0].self_attn.q_proj.weight
     head = model.lm_head.weight
-    _store_input_major(model)
-    _store_input_major(model)  # idempotent: a second call finds nothing to transpose
+    store_input_major(model)
+    store_input_major(model)  # idempotent: a second call finds nothing to transpose
     assert q.shape == (64, 64) and q.stride() == (1, 64)  # same parameter, (in, out) in memory
     gate = model.model.layers[0].mlp.gate_proj.weight
     assert gate.shape == (128, 64) and gate.stride() == (1, 128)
@@ -110,9 +119,9 @@ def test_real_model_greedy_decode_is_the_same_with_and_without_the_written_out_s
     assert fast._decoder is not None  # SmolLM2 is a Llama
     # ... whose matmuls go through the packed kernel wherever it runs
     assert isinstance(fast._decoder.linear, PackedLinear) == (load_kernel() is not None)
-    plain = TransformersBackend(ModelConfig(dtype="float32", prefix_cache_mb=0, fast_decode=False),
-                                model=fast.model, tokenizer=fast.tokenizer)
-    assert plain._decoder is None
+    # The reference: its own copy of the model, left as transformers loaded it.
+    plain = TransformersBackend(ModelConfig(dtype="float32", prefix_cache_mb=0, fast_decode=False))
+    assert plain._decoder is None and plain.model.config._attn_implementation != SHARED_KV_SDPA
     convs = [[{"role": "user", "content": q}] for q in
              ("Name three colours.", "What is the capital of France? Answer in one sentence.",
               "Count from one to ten in words.")]

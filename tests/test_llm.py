@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from spade_tasks.config import ModelConfig
-from spade_tasks.errors import BackendUnavailable, ModelLoadError, SpadeError
+from spade_tasks.errors import BackendUnavailable, DuplicateName, ModelLoadError, SpadeError
 from spade_tasks.llm.base import (
     Backend,
     SamplingParams,
@@ -42,7 +42,7 @@ CONVS = [
 
 def test_registry_has_builtins_and_rejects_duplicates_and_unknown_names():
     assert callable(get_backend("transformers")) and callable(get_backend("vllm"))
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
         register_backend("transformers", lambda cfg: None)
     with pytest.raises(UnknownBackend, match="unknown model backend 'nope'") as e:
         get_backend("nope")
@@ -106,7 +106,7 @@ def test_auto_dtype_is_bf16_only_where_bf16_matmuls_are_fast(monkeypatch):
 
 
 def test_decode_attention_matches_sdpa_with_shared_kv_heads_and_left_padding():
-    from spade_tasks.llm.llama_decode import decode_attention, decode_fast_path
+    from spade_tasks.llm.cpu.decode import decode_attention, decode_fast_path
 
     g = torch.Generator().manual_seed(0)
     q = torch.randn(3, 9, 1, 64, generator=g)
@@ -301,8 +301,8 @@ def test_a_prefix_shared_by_the_batch_is_computed_once_with_the_same_result(back
     (False, 3), pytest.param(True, 3, marks=needs_kernel), pytest.param(True, 20, marks=needs_kernel),
 ], ids=["matmul", "packed kernel", "too many rows for the kernel"])
 def test_cascade_attention_equals_attention_over_the_copied_prefix(packed, rows):
-    from spade_tasks.llm.cpu_linear import load_kernel
-    from spade_tasks.llm.llama_decode import SharedPrefix, cascade_attention, decode_attention
+    from spade_tasks.llm.cpu.linear import load_kernel
+    from spade_tasks.llm.cpu.decode import SharedPrefix, cascade_attention, decode_attention
 
     kernel = load_kernel() if packed else None
     g = torch.Generator().manual_seed(2)
@@ -322,7 +322,7 @@ def test_cascade_attention_equals_attention_over_the_copied_prefix(packed, rows)
 
 @pytest.mark.slow
 def test_a_prefix_every_row_shares_is_read_once_per_decode_step(backend, monkeypatch):
-    from spade_tasks.llm import llama_decode
+    from spade_tasks.llm.cpu import decode as llama_decode
     shared, plain = with_and_without_prefix_cache(backend)
     calls = []
     real = llama_decode.cascade_attention

@@ -2,7 +2,7 @@
 
 import torch
 
-from spade_tasks.llm.prefix_cache import PrefixCache, common_prefix
+from spade_tasks.llm.cpu.prefix_cache import PrefixCache, common_prefix
 
 
 def kv(n: int, fill: float = 0.0, layers: int = 2):

@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from spade_tasks.errors import ConfigError, RewardError
+from spade_tasks.errors import ConfigError, DuplicateName, RewardError
 from spade_tasks.regret import (
     DESIGNER_REWARDS,
     DesignStats,
@@ -18,7 +18,6 @@ from spade_tasks.regret import (
     plateau,
     register_designer_reward,
     regret,
-    role_advantages,
     update_baseline,
     win_rate,
 )
@@ -148,7 +147,7 @@ def test_unknown_reward_is_a_config_error_naming_known_ones():
 
 
 def test_duplicate_registration_is_an_error():
-    with pytest.raises(RewardError, match="already registered"):
+    with pytest.raises(DuplicateName, match="already registered"):
 
         @register_designer_reward("regret")
         def other(stats):  # pragma: no cover - never registered
@@ -178,17 +177,6 @@ def test_grouped_advantages_normalise_each_group_alone():
     assert adv[0] == pytest.approx(1.0, abs=1e-5) and adv[1] == pytest.approx(-1.0, abs=1e-5)
     assert adv[2:4] == [0.0, 0.0]
     assert adv[4] == pytest.approx(1.0, abs=1e-5)
-
-
-def test_role_advantages_never_mix_roles():
-    # Same group id, different roles: each role's rewards are normalised on their own,
-    # so the designer's large scale does not swamp the agent's.
-    rewards = [100.0, 0.0, 1.0, 0.0]
-    roles = ["designer", "designer", "agent", "agent"]
-    adv = role_advantages(rewards, roles, groups=[0, 0, 0, 0])
-    assert adv == pytest.approx([1.0, -1.0, 1.0, -1.0], abs=1e-5)
-    with pytest.raises(RewardError, match="lengths differ"):
-        role_advantages(rewards, roles, groups=[0])
 
 
 def test_advantages_are_finite_for_tiny_spread():

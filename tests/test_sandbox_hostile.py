@@ -307,3 +307,22 @@ def test_process_tier_contains_file_and_network_access(tmp_path, tcp_listener):
     assert not step.ok
     _, _, step = run_step(sb, env_program("return 'ok', 1.0, True, False, {}"))
     assert step.ok
+
+
+# -- which programs see the Reasoning Gym packages ----------------------------------------
+
+
+@pytest.mark.parametrize("source, needs", [
+    ("import reasoning_gym\n", True),
+    ("from reasoning_gym.utils import extract_answer\n", True),
+    ("from spade_env import ReasoningGymEnv\n", True),
+    ("import spade_env\nclass GcdEnv(spade_env.ReasoningGymEnv): pass\n", True),
+    ("from spade_env import ToolEnv\n", False),
+    ("# reasoning_gym is not imported here\nx = 'import reasoning_gym'\n", False),  # text only
+    ("import reasoning_gym_lookalike\n", False),
+    ("def broken(:\n", False),
+])
+def test_reasoning_gym_packages_go_by_parsed_imports(source, needs):
+    from spade_tasks.sandbox.harness import uses_reasoning_gym
+
+    assert uses_reasoning_gym(source) is needs

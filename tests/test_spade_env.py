@@ -482,3 +482,31 @@ def test_reference_multi_turn_programs_are_solved_by_their_prose_solution():
     e = ns["LibraryLoansMTEnv"](max_turns=6)
     e.reset(seed=0)
     assert e.step("<answer>done</answer>")[1] == 0.0  # not before the requests are met
+
+
+# -- ReasoningGymEnv ------------------------------------------------------------------------
+
+
+class GcdEnv(spade_env.ReasoningGymEnv):
+    dataset = "gcd"
+    hint_text = "Use Euclid's algorithm."
+
+
+def test_reasoning_gym_env_plays_one_seeded_item():
+    env = GcdEnv()
+    obs, info = env.reset(seed=3)
+    assert obs.endswith("inside <answer>...</answer>.") and info == {}
+    assert GcdEnv().reset(seed=3)[0] == obs and GcdEnv().reset(seed=4)[0] != obs
+    assert env.hint() == "Use Euclid's algorithm."
+    _, reward, terminated, truncated, info = env.step(env.oracle())
+    assert (reward, terminated, truncated, info) == (1.0, True, False, {"correct": True})
+    assert env.step(env.oracle())[1:3] == (0.0, True)  # the episode is over
+
+
+@pytest.mark.parametrize("action, reply", [("<answer>-1</answer>", "Incorrect."),
+                                           ("no tags", "No <answer>...</answer> found."),
+                                           (None, "No <answer>...</answer> found.")])
+def test_reasoning_gym_env_wrong_or_malformed_answers_earn_nothing(action, reply):
+    env = GcdEnv()
+    env.reset(seed=1)
+    assert env.step(action)[:3] == (reply, 0.0, True)

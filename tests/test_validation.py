@@ -287,3 +287,22 @@ def test_validator_return_is_capped_to_plus_minus_one():
 
     assert [capped_return(t) for t in (-3.0, -1.0, 0.25, 1.0, 2.5)] == [-1.0, -1.0, 0.25, 1.0, 1.0]
     assert Played(0, rewards=[0.7, 0.7, 0.7]).ret == 1.0
+
+
+# -- spade_env bases: reset/step inherited -------------------------------------------------
+
+
+@pytest.mark.parametrize("source, ok", [
+    ("from spade_env import ReasoningGymEnv\n\nclass GcdEnv(ReasoningGymEnv):\n"
+     "    dataset = 'gcd'\n", True),
+    ("import spade_env\n\nclass GcdEnv(spade_env.ReasoningGymEnv):\n    dataset = 'gcd'\n", True),
+    ("from spade_env import ToolEnv\n\nclass LockEnv(ToolEnv):\n    pass\n", False),  # own reset
+    ("class GcdEnv(dict):\n    dataset = 'gcd'\n", False),
+])
+def test_env_class_accepts_reset_and_step_inherited_from_reasoning_gym_env(source, ok):
+    from spade_tasks.validation import Static, check_env_class, check_parse
+
+    st = Static()
+    assert check_parse(source, st) == []
+    reasons = check_env_class(source, st)
+    assert (reasons == []) == ok, reasons

@@ -1,8 +1,7 @@
-import reasoning_gym
-from reasoning_gym.utils import extract_answer
+from spade_env import ReasoningGymEnv
 
 
-class WordSortingEnv:
+class WordSortingEnv(ReasoningGymEnv):
     """Sort a list of words by their character codes.
 
     The agent gets a list of words and must return them sorted in ascending or
@@ -11,33 +10,7 @@ class WordSortingEnv:
     "word_sorting" dataset (reward 1 only for a fully correct answer). Part of the
     fixed-environment baseline pool."""
 
-    max_turns = 1
-
-    def reset(self, seed=None, options=None):
-        # Item 0 of a size-1 dataset is generated from Random(seed): one item per seed.
-        seed = 0 if seed is None else int(seed)
-        self.dataset = reasoning_gym.create_dataset("word_sorting", seed=seed, size=1)
-        self.entry = self.dataset[0]
-        self.done = False
-        obs = (self.entry["question"]
-               + "\n\nGive only the final answer inside <answer>...</answer>.")
-        return obs, {}
-
-    def step(self, action):
-        if self.done:
-            return "The episode is over.", 0.0, True, False, {}
-        self.done = True
-        answer = extract_answer(action if isinstance(action, str) else "")
-        if answer is None:
-            return "No <answer>...</answer> found.", 0.0, True, False, {"correct": False}
-        correct = self.dataset.score_answer(answer, self.entry) == 1.0
-        reply = "Correct!" if correct else "Incorrect."
-        return reply, float(correct), True, False, {"correct": correct}
-
-    def hint(self):
-        return ("Compare words character by character by code point: uppercase letters come "
-                "before lowercase ones; keep the requested direction and the comma-separated "
-                "format.")
-
-    def oracle(self):
-        return "<answer>" + str(self.entry["answer"]) + "</answer>"
+    dataset = "word_sorting"
+    hint_text = ("Compare words character by character by code point: uppercase letters come "
+                 "before lowercase ones; keep the requested direction and the comma-separated "
+                 "format.")

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spade_tasks.evaluation.suites import Item, Suite, register_suite, seeded_subset
+from spade_tasks.sandbox import Sandbox
 
 HERE = Path(__file__).resolve().parent
 ENV_SOURCE = (HERE / "humaneval_env.py").read_text()
@@ -53,8 +54,6 @@ class HumanEval(Suite):
         return [{"role": "user", "content": PROMPT.format(prompt=item.prompt)}]
 
     def score(self, item, response, sandbox=None):
-        from spade_tasks.sandbox import Sandbox
-
         sb = sandbox if isinstance(sandbox, Sandbox) else Sandbox(sandbox)
         program = candidate_program(item.prompt, item.data["entry_point"], response)
         kwargs = {"prompt": item.prompt, "program": program, "test": item.data["test"],
@@ -66,8 +65,6 @@ class HumanEval(Suite):
         return float(r.ok and r.value[1] == 1.0)
 
     def score_all(self, items, responses, sandbox=None):
-        from spade_tasks.sandbox import Sandbox
-
         sb = Sandbox(sandbox)
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(lambda ir: self.score(*ir, sandbox=sb), zip(items, responses)))

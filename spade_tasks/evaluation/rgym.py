@@ -3,6 +3,11 @@
 Four categories, three procedural datasets each; item ``i`` of a dataset is generated
 from ``Random(seed + i)`` inside reasoning-gym, so the same seed gives the same items.
 The model answers inside ``<answer>...</answer>`` (reasoning-gym's default system prompt).
+
+Held out: no dataset here shares a generator with the fixed-environment pool's wrapped
+datasets (``environments_store/reasoning_gym/``: basic_arithmetic, chain_sum, countdown,
+gcd, knights_knaves, letter_counting, number_sorting, word_sorting), so the baseline
+that trains on that pool is not scored in-distribution (tests/test_evaluation.py checks).
 """
 
 from __future__ import annotations
@@ -10,10 +15,10 @@ from __future__ import annotations
 from spade_tasks.evaluation.suites import Item, Suite, register_suite
 
 DATASETS: dict[str, tuple[str, ...]] = {
-    "arithmetic": ("basic_arithmetic", "gcd", "chain_sum"),
-    "logic": ("knights_knaves", "syllogism", "aiw"),
-    "algorithmic": ("word_sorting", "number_sorting", "letter_counting"),
-    "games": ("countdown", "mini_sudoku", "maze"),
+    "arithmetic": ("fraction_simplification", "leg_counting", "power_function"),
+    "logic": ("syllogism", "aiw", "self_reference"),
+    "algorithmic": ("spell_backward", "caesar_cipher", "base_conversion"),
+    "games": ("mini_sudoku", "maze", "tower_of_hanoi"),
 }
 PER_DATASET = 20
 """Items per dataset in the full suite (12 datasets, 240 items)."""

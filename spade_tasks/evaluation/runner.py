@@ -12,7 +12,9 @@ from typing import Any
 
 from spade_tasks.errors import UserError
 from spade_tasks.evaluation.suites import get_suite
-from spade_tasks.llm.base import Backend, SamplingParams
+from spade_tasks.llm.base import Backend, SamplingParams, make_backend
+from spade_tasks.store import Store
+from spade_tasks.tracking import _client
 
 EVALUATIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS evaluations (
@@ -69,9 +71,6 @@ def run_eval(cfg, suite: str, limit: int | None = None, checkpoint: str | None =
     (one per evaluation, tagged with the suite and checkpoint). ``backend`` and
     ``store`` reuse ones the caller holds (one DuckDB writer per process).
     """
-    from spade_tasks.llm.base import make_backend
-    from spade_tasks.store import Store
-
     get_suite(suite).check_available()  # fail before loading a model
     seed = cfg.run.seed if seed is None else seed
     model_cfg = cfg.model if checkpoint is None else cfg.model.model_copy(update={"name": str(checkpoint)})
@@ -108,8 +107,6 @@ def record(store, result: EvalResult, checkpoint: str) -> None:
 
 def log_mlflow(cfg, result: EvalResult, checkpoint: str, limit: int | None, seed: int) -> str:
     """One MLflow run for this evaluation, with the suite's score as a metric; its id."""
-    from spade_tasks.tracking import _client
-
     client = _client(cfg.tracking.mlflow_uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
     exp_id = exp.experiment_id if exp else client.create_experiment(cfg.tracking.experiment)

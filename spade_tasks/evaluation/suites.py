@@ -14,12 +14,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade_tasks.errors import UserError
+# UnknownSuite: get_suite's error, importable from here as before.
+from spade_tasks.errors import UnknownSuite, UserError  # noqa: F401
 from spade_tasks.llm.base import Backend, SamplingParams
-
-
-class UnknownSuite(UserError):
-    """A suite name that is not registered."""
+from spade_tasks.registry import SUITES
 
 
 class SuiteUnavailable(UserError):
@@ -78,30 +76,19 @@ class Suite(ABC):
         return [self.score(it, r) for it, r in zip(items, responses)]
 
 
-_SUITES: dict[str, Suite] = {}
-
-
 def register_suite(suite: Suite) -> Suite:
-    """Register ``suite`` under ``suite.name``; a duplicate name raises ValueError."""
-    if not suite.name:
-        raise ValueError("a suite needs a name")
-    if suite.name in _SUITES:
-        raise ValueError(f"suite {suite.name!r} is already registered")
-    _SUITES[suite.name] = suite
-    return suite
+    """Register ``suite`` under ``suite.name``; a taken name raises DuplicateName."""
+    return SUITES.register(suite.name, suite)
 
 
 def get_suite(name: str) -> Suite:
-    """The suite registered under ``name``; an unknown name is a one-line UserError."""
-    try:
-        return _SUITES[name]
-    except KeyError:
-        raise UnknownSuite(f"unknown evaluation suite {name!r} (known: {', '.join(sorted(_SUITES))})") from None
+    """The suite registered under ``name``; an unknown name is a one-line UnknownSuite."""
+    return SUITES.get(name)
 
 
 def suite_names() -> list[str]:
     """Names of every registered suite, sorted."""
-    return sorted(_SUITES)
+    return SUITES.names()
 
 
 def seeded_subset(n: int, limit: int | None, seed: int) -> list[int]:

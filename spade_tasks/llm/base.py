@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-
-from spade_tasks.errors import UserError
+from spade_tasks.errors import UnknownBackend  # noqa: F401 - raised by get_backend
+from spade_tasks.registry import BACKENDS
+from spade_tasks.seeds import derive
 
 if TYPE_CHECKING:
     from spade_tasks.config import ModelConfig
@@ -101,38 +101,15 @@ class Backend(ABC):
         self.close()
 
 
-class UnknownBackend(UserError):
-    """A backend name that is not registered."""
-
-
-_BACKENDS: dict[str, Callable[[ModelConfig], Backend]] = {}
-
-
-def _transformers(cfg: ModelConfig) -> Backend:
-    from spade_tasks.llm.transformers_backend import TransformersBackend
-
-    return TransformersBackend(cfg)
-
-
-def _vllm(cfg: ModelConfig) -> Backend:
-    from spade_tasks.llm.vllm_backend import VLLMBackend
-
-    return VLLMBackend(cfg)
-
-
-def register_backend(name: str, factory: Callable[[ModelConfig], Backend]) -> None:
-    """Register ``factory(model_config) -> Backend`` under ``name``."""
-    if name in _BACKENDS:
-        raise ValueError(f"backend {name!r} is already registered")
-    _BACKENDS[name] = factory
+def register_backend(name: str, factory: Callable[[ModelConfig], Backend] | str) -> None:
+    """Register ``factory(model_config) -> Backend`` (or a lazy ``"module:attribute"``)
+    under ``name``; a taken name raises DuplicateName."""
+    BACKENDS.register(name, factory)
 
 
 def get_backend(name: str) -> Callable[[ModelConfig], Backend]:
-    """The factory registered under ``name``."""
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise UnknownBackend(f"unknown model backend {name!r} (known: {sorted(_BACKENDS)})") from None
+    """The factory registered under ``name``; an unknown name raises UnknownBackend."""
+    return BACKENDS.get(name)
 
 
 def make_backend(cfg: ModelConfig) -> Backend:
@@ -140,9 +117,9 @@ def make_backend(cfg: ModelConfig) -> Backend:
     return get_backend(cfg.backend)(cfg)
 
 
-# The built-in engines import their heavy dependencies only when selected.
-register_backend("transformers", _transformers)
-register_backend("vllm", _vllm)
+# The built-in engines by module path: torch or vLLM is imported only when one is selected.
+register_backend("transformers", "spade_tasks.llm.transformers_backend:TransformersBackend")
+register_backend("vllm", "spade_tasks.llm.vllm_backend:VLLMBackend")
 
 
 # --- helpers shared by the backends -------------------------------------------------
@@ -169,7 +146,7 @@ def request_seed(seed: int, index: int) -> int:
     Keyed by position, so identical conversations in one call (a GRPO group) still get
     different samples, and the result does not depend on how requests are batched.
     """
-    return int(np.random.SeedSequence([seed & (2**63 - 1), index]).generate_state(1, np.uint64)[0] >> 1)
+    return derive("request", seed, index, bits=63)
 
 
 def eos_token_ids(tokenizer, generation_config=None) -> set[int]:

@@ -19,6 +19,7 @@ but shares the host's network namespace (seccomp still denies ``socket``) and pi
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import math
@@ -37,6 +38,7 @@ from typing import Any
 
 from spade_tasks.config import SandboxConfig
 from spade_tasks.errors import SandboxUnavailable
+from spade_tasks.sandbox import process_tier
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
@@ -54,6 +56,28 @@ BASELINE_MODULES = ("reasoning_gym", "sympy", "mpmath", "matplotlib", "mpl_toolk
 # Bundled shared libraries whose folder is named after the distribution, not the module.
 LIBS_DIRS = {"PIL": "pillow.libs"}
 UNPRIVILEGED = 65534
+
+
+def uses_reasoning_gym(source: str) -> bool:
+    """Whether the program's imports (parsed, not its text searched) name the
+    ``reasoning_gym`` package or spade_env's ``ReasoningGymEnv``, which imports it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # the worker reports it; no extra packages meanwhile
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(a.name.split(".")[0] == "reasoning_gym" for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            top = node.module.split(".")[0]
+            if top == "reasoning_gym" or (top == "spade_env" and any(
+                    a.name in ("ReasoningGymEnv", "*") for a in node.names)):
+                return True
+        elif (isinstance(node, ast.Attribute) and node.attr == "ReasoningGymEnv"
+              and isinstance(node.value, ast.Name) and node.value.id == "spade_env"):
+            return True
+    return False
 
 
 @dataclass
@@ -130,8 +154,8 @@ class Sandbox:
         self._python = os.path.realpath(sys.executable)
         self._prefix = os.path.realpath(sys.base_prefix)
         self._binds = _site_binds(SITE_MODULES)
-        # Only programs that import reasoning_gym see its ~27 packages: a smaller
-        # read-only surface and a faster start for everything else.
+        # Only programs that import reasoning_gym (or spade_env's ReasoningGymEnv) see
+        # its ~27 packages: a smaller read-only surface and a faster start for the rest.
         self._baseline_binds = _site_binds(BASELINE_MODULES)
 
     # -- worker launch -------------------------------------------------------------
@@ -150,7 +174,7 @@ class Sandbox:
                 "LANG": "C.UTF-8", "PATH": "/usr/bin", "HOME": "/tmp"}
 
     def _binds_for(self, source: str) -> list[tuple[str, str]]:
-        return self._binds + (self._baseline_binds if "reasoning_gym" in source else [])
+        return self._binds + (self._baseline_binds if uses_reasoning_gym(source) else [])
 
     def _bwrap_argv(self, binds: list[tuple[str, str]]) -> list[str]:
         c = self.cfg
@@ -188,8 +212,6 @@ class Sandbox:
         return self._spawn_process_tier(binds)
 
     def _spawn_process_tier(self, binds) -> tuple[subprocess.Popen, str | None]:
-        from spade_tasks.sandbox import process_tier
-
         scratch = tempfile.mkdtemp(prefix="spade-sbx-")
         site_paths = sorted({str(Path(src).parent) for src, _ in binds})
         argv = [self._python, "-S", "-s", "-B", str(WORKER),

@@ -10,11 +10,16 @@
   SPADE reference code's programs use.
 - ``GemEnv`` and GEM's constants and parsers: the names that GEM text games import
   from ``gem.core`` and ``gem.utils``, for programs converted by ``spade import``.
+- ``ReasoningGymEnv``: base class of a one-turn environment over a Reasoning Gym
+  dataset (the fixed-environment baseline's wrapped generators); a subclass only names
+  the dataset and its hint.
 - Answer helpers: ``extract_boxed``, ``extract_answer_tag``, ``normalize_answer``,
   ``parse_number``, ``math_equal``.
 
 Standard library only: the sandbox runs Python with ``-I -S``, so nothing from
-site-packages is importable here.
+site-packages is importable here. The one exception is ``ReasoningGymEnv``, which
+imports ``reasoning_gym`` when an episode starts: the sandbox binds that package only
+for programs whose imports name ``ReasoningGymEnv`` or ``reasoning_gym``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import typing
 from fractions import Fraction
 
 __all__ = [
+    "ReasoningGymEnv",
     "ToolEnv",
     "ToolUseBaseEnv",
     "extract_boxed",
@@ -766,3 +772,61 @@ def _gem_reset(reset):
 
     wrapper._spade_wrapped = True
     return wrapper
+
+
+# --------------------------------------------------------------------------- reasoning gym
+
+
+class ReasoningGymEnv:
+    """One question of a Reasoning Gym dataset, answered in one turn.
+
+    A subclass sets ``dataset`` (a ``reasoning_gym.create_dataset`` name) and
+    ``hint_text``. Seed ``s`` plays item 0 of a size-1 dataset generated from
+    ``Random(s)``: one item per seed. The answer goes inside ``<answer>...</answer>``
+    and is scored by the dataset's own ``score_answer`` (reward 1 only for a fully
+    correct answer).
+    """
+
+    max_turns = 1
+    dataset: str = ""
+    """The Reasoning Gym dataset name."""
+    hint_text: str = ""
+    """The privileged hint: a strategy, never the answer."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Imported when a program defines its subclass, so under the sandbox's load
+        # deadline rather than the first reset's (the import takes about a second), and
+        # not at this module's top: programs that do not use this class must not need
+        # the package (the sandbox binds it only for those that do).
+        import reasoning_gym  # noqa: F401
+
+    def reset(self, seed=None, options=None):
+        import reasoning_gym
+
+        seed = 0 if seed is None else int(seed)
+        self.data = reasoning_gym.create_dataset(self.dataset, seed=seed, size=1)
+        self.entry = self.data[0]
+        self.done = False
+        obs = (self.entry["question"]
+               + "\n\nGive only the final answer inside <answer>...</answer>.")
+        return obs, {}
+
+    def step(self, action):
+        from reasoning_gym.utils import extract_answer
+
+        if self.done:
+            return "The episode is over.", 0.0, True, False, {}
+        self.done = True
+        answer = extract_answer(action if isinstance(action, str) else "")
+        if answer is None:
+            return "No <answer>...</answer> found.", 0.0, True, False, {"correct": False}
+        correct = self.data.score_answer(answer, self.entry) == 1.0
+        reply = "Correct!" if correct else "Incorrect."
+        return reply, float(correct), True, False, {"correct": correct}
+
+    def hint(self):
+        return self.hint_text
+
+    def oracle(self):
+        return "<answer>" + str(self.entry["answer"]) + "</answer>"

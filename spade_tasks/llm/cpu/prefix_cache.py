@@ -2,9 +2,8 @@
 not compute them again.
 
 A multi-turn episode's next prompt is its last prompt, the action just generated and
-the new observation: without this every turn prefills the whole history again. In a
-default generation here the agent's prompts grew from 214 to 1,185 tokens over eight
-turns, and re-prefilling them was 24k of the rollout's 27k computed tokens.
+the new observation: without this every turn prefills the whole history again, which
+was most of a rollout's computed tokens (docs/cpu-inference.md).
 
 Entries are matched by the longest common token prefix, so a history re-rendered from
 text still reuses everything up to the first token where its tokenisation differs from

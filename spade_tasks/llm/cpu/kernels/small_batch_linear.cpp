@@ -1,12 +1,11 @@
 // y = x @ W.T for a few rows of x (a decode step's batch) with W pre-packed in strips.
 //
-// On this project's 2-core CPUs, MKL's sgemm read a 135M-parameter model's weights at
-// 9-13 GB/s when x had 4-16 rows, against ~26 GB/s for one row. Here W is packed once
-// into strips of 16 output columns, each strip a contiguous (K, 16) block, so every
-// thread streams contiguous memory with a software prefetch (without it: 43 against
-// 27 ms for 16 rows), and every weight vector loaded serves all rows of x (up to 16,
-// one AVX-512 register of accumulators per row). See spade_tasks/llm/cpu_linear.py for
-// when it is used.
+// MKL's sgemm streams the weights far more slowly for a few rows of x than for one.
+// Here W is packed once into strips of 16 output columns, each strip a contiguous
+// (K, 16) block, so every thread streams contiguous memory with a software prefetch,
+// and every weight vector loaded serves all rows of x (up to 16, one AVX-512 register
+// of accumulators per row). See spade_tasks/llm/cpu/linear.py for when it is used and
+// docs/cpu-inference.md for the measurements.
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>

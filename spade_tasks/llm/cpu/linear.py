@@ -1,22 +1,21 @@
 """Linear layers of a CPU decode step through a kernel for small batches.
 
 A decode step multiplies a handful of rows (one per sequence) by every weight of the
-model. For 16 rows MKL's sgemm read the 135M model's 538 MB of fp32 weights in 45-48 ms
-here, about 11 GB/s, where one row streams them at ~26 GB/s: the matmuls were ~70% of
-a batch-16 decode step. ``kernels/small_batch_linear.cpp`` packs each weight once into
-strips of 16 output columns, so each thread streams contiguous memory and every weight
-loaded serves all rows: 27-28 ms for the same 16 rows (30 layers and the output
-projection, interleaved runs on this 2-core AVX-512 machine).
+model. MKL's sgemm streams the weights much more slowly for a few rows than for one,
+and the matmuls dominate a small-batch decode step. ``kernels/small_batch_linear.cpp``
+packs each weight once into strips of 16 output columns, so each thread streams
+contiguous memory and every weight loaded serves all rows. Measurements:
+``docs/cpu-inference.md`` and ``benchmarks/decode.py``.
 
 The kernel is built on first use with the C++ compiler that DeepSpeed's ops need too
-(``torch.utils.cpp_extension``, ~25 s, cached in ``~/.cache/torch_extensions``;
-``make setup`` builds it). Where it cannot run (no AVX-512, no compiler, a build
-error) the decoder keeps ``F.linear`` and a warning says why, once.
+(``torch.utils.cpp_extension``, cached in ``~/.cache/torch_extensions``; ``make setup``
+builds it). Where it cannot run (no AVX-512, no compiler, a build error) the decoder
+keeps ``F.linear`` and a warning says why, once.
 
-Packing costs a second copy of the weights in memory (538 MB for the 135M model). A
-packed copy is redone when its weight changes: the weight's in-place version counter
-or storage moved since it was packed (weights made under ``torch.inference_mode`` have
-no version counter: there only a move shows).
+Packing costs a second copy of the weights in memory. A packed copy is redone when its
+weight changes: the weight's in-place version counter or storage moved since it was
+packed (weights made under ``torch.inference_mode`` have no version counter: there only
+a move shows).
 """
 
 from __future__ import annotations
@@ -32,9 +31,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).parent / "kernels" / "small_batch_linear.cpp"
 STRIP = 16  # output columns per packed strip (the kernel's kStrip)
-# Rows the kernel takes; MKL keeps the rest. Measured here against F.linear over the
-# 135M model's weights: 0.96x at 1 row, 1.2x at 2, 1.5-1.8x at 4-16, 1.3x at 32,
-# 1.0-1.1x at 48-64.
+# Rows the kernel takes; MKL keeps the rest (where the kernel measured faster than
+# F.linear: docs/cpu-inference.md).
 MIN_ROWS, MAX_ROWS = 2, 32
 
 
@@ -97,6 +95,18 @@ def small_batch_linear() -> PackedLinear | None:
     """A ``PackedLinear`` where the kernel runs here, else None."""
     kernel = load_kernel()
     return PackedLinear(kernel) if kernel is not None else None
+
+
+def store_input_major(model) -> None:
+    """Store each linear layer's weight transposed in memory (``(in, out)`` contiguous;
+    the parameter keeps its ``(out, in)`` shape as a transposed view), so ``x @ W.T``
+    runs as a plain row-major GEMM, which MKL streams faster at a few rows. The output
+    projection stays as it is: it is tied to the input embeddings, whose lookup wants
+    rows, and it gained nothing."""
+    skip = model.get_output_embeddings()
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear) and m is not skip and m.weight.is_contiguous():
+            m.weight.data = m.weight.data.t().contiguous().t()
 
 
 if __name__ == "__main__":  # make setup: build the kernel now, not during the first run

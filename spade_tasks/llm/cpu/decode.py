@@ -1,19 +1,17 @@
 """One decode step of a Llama-architecture model, written out as plain tensor ops.
 
-A batch-16 decode step of the 135M model spent about a quarter of its ~80 ms outside
-the matmuls, in the ~2,000 small operations and module calls of the Hugging Face
-forward (mask building, cache bookkeeping, ``rotate_half``'s slices and concatenation,
-hooks, output objects). This step does the same arithmetic in about 25 operations per
-layer, reading the model's own parameters at each call (so a weight reload is seen at
-once). Its matmuls go through ``linear``: on AVX-512 CPUs the backend passes the packed
-small-batch kernel of ``cpu_linear.py``, which keeps a packed copy of each weight and
-packs it again when the weight changes. In one run of ``benchmarks/decode.py`` (16
-sequences, 128 new tokens each, fp32, MKL's matmuls) the backend decoded 185 tok/s
-with this step against 168 with the model's forward. Prefill stays on the Hugging Face
-forward, where those costs are spread over many positions.
+The Hugging Face forward spends much of a small-batch decode step outside the matmuls,
+in thousands of small operations and module calls (mask building, cache bookkeeping,
+``rotate_half``'s slices and concatenation, hooks, output objects). This step does the
+same arithmetic in about 25 operations per layer, reading the model's own parameters at
+each call (so a weight reload is seen at once). Its matmuls go through ``linear``: on
+AVX-512 CPUs the backend passes the packed small-batch kernel of ``linear.py``, which
+keeps a packed copy of each weight and packs it again when the weight changes. Prefill
+stays on the Hugging Face forward, where those costs are spread over many positions.
+Measurements: ``docs/cpu-inference.md`` and ``benchmarks/decode.py``.
 
 Models it does not cover (``LlamaDecoder.supports``) keep the Hugging Face forward;
-``model.fast_decode: false`` turns it off.
+``model.fast_decode: false`` turns the whole engine off (the reference path).
 """
 
 from __future__ import annotations
@@ -21,7 +19,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from spade_tasks.llm.cpu_linear import STRIP
+from spade_tasks.llm.cpu.linear import STRIP
+
+CASCADE_MIN_TOKENS = 256
+"""Decode reads a prefix that all rows share once per step from this length on."""
 
 
 class LlamaDecoder:
@@ -32,7 +33,7 @@ class LlamaDecoder:
 
     def __init__(self, model, linear=None):
         """``linear(x, weight)``: ``F.linear`` without bias, or a faster equivalent
-        (``cpu_linear.PackedLinear``)."""
+        (``linear.PackedLinear``)."""
         self.model = model
         self.linear = linear or F.linear
         cfg = model.config
@@ -72,8 +73,8 @@ class LlamaDecoder:
         x = body.embed_tokens(ids)  # (b, 1, hidden)
         cos, sin = body.rotary_emb(x, positions)  # (b, 1, head_dim) each
         cos, sin = cos[:, None], _signed_sin(sin)[:, None]  # broadcast over heads
-        # Padding as an additive bias, built once per step: adding it to the scores took
-        # 6 us per layer here, where masked_fill with an inverted boolean mask took 45.
+        # Padding as an additive bias, built once per step: cheaper to add per layer than
+        # a masked_fill with an inverted boolean mask (docs/cpu-inference.md).
         bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(mask == 0, float("-inf"))
         bias = bias[:, None, None, :]  # (b, 1, 1, length)
         for i, layer in enumerate(body.layers):
@@ -126,11 +127,9 @@ class SharedPrefix:
     decode step takes of them: all rows' queries against the keys, and the resulting
     weights against the values, each in one call per step.
 
-    With ``kernel`` (``cpu_linear.load_kernel()``) both run through the packed
+    With ``kernel`` (``linear.load_kernel()``) both run through the packed
     small-batch kernel: the prefix is fixed for a whole ``generate`` call, so it is
-    packed once, padded to a multiple of 16 columns (the padding's scores are -inf).
-    At 4 rows over a 2.6k-token prefix, the two products took 5.7 against 13.2 ms per
-    step with batched matmuls here (30 layers)."""
+    packed once, padded to a multiple of 16 columns (the padding's scores are -inf)."""
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, kernel=None):
         self.keys, self.values, self.n = keys, values, keys.shape[1]
@@ -198,9 +197,8 @@ def decode_fast_path(query, mask) -> bool:
 def decode_attention(query, key, value, mask, scaling):
     """Attention of one new position per row as two batched matmuls over each key/value
     head's whole query group, where torch's CPU flash kernel walks each query head on
-    its own. At long contexts a decode step reads more bytes of cache than of weights:
-    with 4 rows of 3.2k tokens a step took 90-94 ms against 97-111 ms with the flash
-    kernel here (interleaved runs); at 16 short rows both took the same."""
+    its own: at long contexts a decode step reads more bytes of cache than of weights,
+    and this reads each key/value head once per group."""
     b, heads, _, dim = query.shape
     groups = key.shape[1]
     q = query.view(b, groups, heads // groups, dim)

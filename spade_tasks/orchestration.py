@@ -1,0 +1,99 @@
+"""Prefect plumbing shared by the flows and the CLI: stage resume, the retry rule, the
+API server a command reports to, and the task runner a config asks for.
+
+The flows themselves live in ``flows/`` (they import this package, never the reverse);
+what needs a flow object takes it as an argument.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+from prefect import Flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from spade_tasks.config import Config
+from spade_tasks.errors import UserError
+from spade_tasks.runtime import Runtime
+
+
+def staged(rt: Runtime, generation: int, name: str, fn):
+    """Run ``fn`` unless the stage already finished in this generation (resume)."""
+    done = rt.stage_result(generation, name)
+    if done is not None:
+        get_run_logger().info("%s: finished earlier, skipped", name)
+        rt.timings.setdefault(name, 0.0)
+        return done
+    get_run_logger().info("%s: started (generation %d)", name, generation)
+    t0 = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - t0
+    rt.timings[name] = seconds
+    rt.mark_stage(generation, name, result, seconds)
+    return result
+
+
+def transient(state) -> bool:
+    """Retry only failures a second try can fix: connection and server errors."""
+    try:
+        state.result()
+    except (ConnectionError, TimeoutError, OSError) as e:
+        return not isinstance(e, (FileNotFoundError, PermissionError))
+    except Exception:  # noqa: BLE001 - anything else is deterministic: no retry
+        return False
+    return False
+
+
+@contextmanager
+def prefect_api():
+    """The Prefect API this process and its task workers report to: ``PREFECT_API_URL``
+    when set, else one temporary local server for all generations of this command (so
+    Ray workers join it instead of each starting their own)."""
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        yield url
+        return
+    # Prefect's server stack is imported only when a temporary server is started.
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    server = SubprocessASGIServer()
+    server.start()
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+    finally:
+        _drain_prefect_workers()
+        server.stop()
+
+
+def _drain_prefect_workers(timeout: float = 10.0) -> None:
+    """Send the logs and events still queued for the API before its server stops:
+    left queued, they are retried at interpreter exit against a dead server, which
+    delays the exit by up to a minute and ends with '--- Error logging to API ---'."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=timeout)
+
+
+def flow_for(flow: Flow, cfg: Config, api_url: str | None = None) -> Flow:
+    """``flow`` on the task runner the config asks for."""
+    orch = cfg.orchestration
+    if orch.task_runner == "ray":
+        try:
+            # Ray is an optional extra, and heavy: imported only when asked for.
+            from prefect_ray import RayTaskRunner
+        except ImportError:
+            raise UserError("orchestration.task_runner: ray needs the ray extra "
+                            "(pip install -e '.[ray]')") from None
+        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else {}
+        if api_url:
+            env = {"PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+            init["runtime_env"] = {"env_vars": env}
+        return flow.with_options(task_runner=RayTaskRunner(address=orch.ray_address,
+                                                           init_kwargs=init))
+    return flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=orch.max_workers))
