@@ -76,6 +76,17 @@ class ModelConfig(_Section):
     heads, input-major weights, cascade attention over shared prefixes); false runs the
     plain transformers path (the model's own attention and forward), the engine's
     reference."""
+    replicas: int = Field(1, ge=1, le=1024)
+    """Inference engines. Above 1 each is a Ray actor (extra ``ray``) holding its own copy
+    of the model, and every generate call (designs, hints, each rollout turn) is split over
+    them in contiguous parts; seeds follow a conversation's place in the whole call, so
+    the samples are those of one engine. On a GPU each engine takes
+    ``tensor_parallel_size`` GPUs."""
+    gpu_memory_share: float | None = Field(None, gt=0.0, lt=1.0)
+    """vLLM on a GPU: the fraction of GPU memory its engine takes for weights and KV
+    cache (None: vLLM's default, 0.9). A trainer on the same GPU needs the rest."""
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    """vLLM on GPUs: GPUs one engine spreads each layer over."""
     decode_kernel: bool = True
     """transformers backend on CPUs with AVX-512, with ``fast_decode``: that decode step
     multiplies by weights, and by a prompt prefix every row shares, packed for small
@@ -208,6 +219,10 @@ class TrackingConfig(_Section):
     """MLflow experiment name."""
     transcripts: int = Field(4, ge=0, le=1000)
     """Sample transcripts logged per generation."""
+    log_models: bool = True
+    """Log every kept checkpoint as an MLflow model (transformers flavour) of its
+    generation's run: a copy of its weights in the artifact store, removed with the
+    checkpoint when retention deletes it."""
 
 
 class TrainingConfig(_Section):
@@ -229,8 +244,33 @@ class TrainingConfig(_Section):
     """Weight of the k3 KL to a frozen reference model; 0 loads no reference model."""
     deepspeed_config: Path = REPO_ROOT / "configs" / "deepspeed" / "cpu.json"
     """DeepSpeed JSON config (ZeRO stage, precision, gradient clipping); no optimizer block.
-    The CPU default is fp32 ZeRO-0: one process partitions nothing, and bf16 steps were
-    1.3x slower than fp32 on this CPU (benchmarks/train_step.py)."""
+    Its ``"bf16": {"enabled": "auto"}`` trains in bf16 on GPUs and on CPUs with AMX and in
+    fp32 elsewhere, as ``model.dtype: auto`` picks for inference. The CPU default is ZeRO-0:
+    one process partitions nothing."""
+    world_size: int = Field(1, ge=1, le=4096)
+    """DeepSpeed ranks. Above 1 each rank is a Ray actor (extra ``ray``; a local Ray
+    instance, or ``orchestration.ray_address``) with one CPU, or one GPU; gloo on CPU,
+    NCCL on GPU. ZeRO stages partition over these ranks."""
+    keep_last: int = Field(2, ge=1, le=100_000)
+    """Newest checkpoints kept on disk (and as MLflow models); older ones are deleted
+    unless they are the best by ``keep_best_metric``. Only the newest keeps the optimizer
+    state that a resumed run needs; the others keep their weights alone."""
+    keep_best_metric: str | None = "agent_reward"
+    """Generation metric that names the best checkpoint, kept besides the last
+    ``keep_last`` (None: keep the last ones only). ``eval.<suite>`` scores the checkpoint
+    its generation wrote; a rollout metric (``agent_reward``, ``regret``, ``win_rate_*``,
+    ``designer_reward``, ``validity_rate``) scores the weights its generation played
+    with, i.e. the previous checkpoint. A checkpoint measured more than once scores the
+    mean."""
+    keep_best_mode: Literal["max", "min"] = "max"
+    """Whether the best checkpoint has the highest or the lowest ``keep_best_metric``."""
+
+    @field_validator("keep_best_metric")
+    @classmethod
+    def _known_metric(cls, v: str | None) -> str | None:
+        from spade_tasks.checkpoints import check_metric_name
+
+        return v if v is None else check_metric_name(v)
 
 
 class EvalConfig(_Section):
@@ -260,6 +300,17 @@ class OrchestrationConfig(_Section):
     """Address of a running Ray cluster; None starts a local Ray instance."""
     max_workers: int = Field(2, ge=1, le=1024)
     """Tasks run at once by the thread runner."""
+    keep_engines: bool = False
+    """Keep the inference engines loaded across flow runs (a served deployment): named,
+    detached Ray actors on the cluster at ``ray_address``, which must be set (a Ray
+    instance started by the flow's process ends with it)."""
+
+    @model_validator(mode="after")
+    def _kept_engines_need_a_cluster(self) -> "OrchestrationConfig":
+        if self.keep_engines and not self.ray_address:
+            raise ValueError("keep_engines needs ray_address (a Ray cluster that outlives "
+                             "the flow run, e.g. `ray start --head`)")
+        return self
 
 
 class RunConfig(_Section):

@@ -397,7 +397,7 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
             "environments_new": len(new), "environments_pool": len(pool),
             "hints_model": len(hints), "hints_dropped": len(unhinted),
             "hints_env_refused": len(refused), "environments_overflow": sorted(overflow),
-            "environments_unhinted": unhinted,
+            "environments_unhinted": unhinted, "rollout_workers": cfg.model.replicas,
             "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
             "end_reasons": dict(Counter(r.end_reason for r in results))}
 

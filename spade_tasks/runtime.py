@@ -76,10 +76,15 @@ class Runtime:
         return rows[-1]["generation"] + 1 if rows else 0
 
     def latest_checkpoint(self) -> str | None:
-        """The newest finished generation's checkpoint (None: start from the base model)."""
+        """The newest finished generation's checkpoint (None: start from the base model).
+
+        Generations that took no step wrote none; checkpoints that retention deleted
+        (spade_tasks/checkpoints.py never deletes the newest) are skipped."""
         rows = self.store.rows(
-            "SELECT checkpoint FROM generations WHERE run = ? AND status = 'done'"
-            " AND checkpoint IS NOT NULL ORDER BY generation DESC LIMIT 1", [self.run])
+            "SELECT checkpoint FROM generations g WHERE run = ? AND status = 'done'"
+            " AND checkpoint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM checkpoints c"
+            " WHERE c.run = g.run AND c.path = g.checkpoint AND c.deleted_at IS NOT NULL)"
+            " ORDER BY generation DESC LIMIT 1", [self.run])
         return rows[0]["checkpoint"] if rows else None
 
     def begin_generation(self, generation: int) -> None:
@@ -123,11 +128,21 @@ class Runtime:
     def backend(self):
         """The inference backend, on the latest checkpoint's weights."""
         ckpt = self.latest_checkpoint()
+        if self._backend is not None and not getattr(self._backend, "alive", lambda: True)():
+            self._backend = None  # its engine actors are gone: start them again
         if self._backend is None:
             model_cfg = self.cfg.model
             if ckpt:
                 model_cfg = model_cfg.model_copy(update={"name": ckpt})
-            self._backend = make_backend(model_cfg)
+            orch = self.cfg.orchestration
+            if model_cfg.replicas > 1 or orch.keep_engines:
+                from spade_tasks.engines import EnginePool
+
+                self._backend = EnginePool(
+                    model_cfg, model_cfg.replicas, orch.ray_address,
+                    keep_as=f"spade-engine-{self.run}" if orch.keep_engines else None)
+            else:
+                self._backend = make_backend(model_cfg)
             self._backend_checkpoint = ckpt
         elif ckpt != self._backend_checkpoint:
             self._backend.load_weights(ckpt)
@@ -149,9 +164,17 @@ class Runtime:
         from spade_tasks.training import TrainEngine
 
         ckpt = self.latest_checkpoint()
+        if self._trainer is not None and not getattr(self._trainer, "alive", lambda: True)():
+            self._trainer = None  # its rank actors are gone: restart them from the checkpoint
         if self._trainer is None:
-            self._trainer = TrainEngine.from_model_name(ckpt or self.cfg.model.name,
-                                                        self.cfg.training)
+            tcfg = self.cfg.training
+            if tcfg.world_size > 1:
+                from spade_tasks.train_ranks import RankedTrainer
+
+                self._trainer = RankedTrainer(ckpt or self.cfg.model.name, tcfg,
+                                              tcfg.world_size, self.cfg.orchestration.ray_address)
+            else:
+                self._trainer = TrainEngine.from_model_name(ckpt or self.cfg.model.name, tcfg)
             if ckpt and (Path(ckpt) / "deepspeed" / "latest").is_file():
                 self._trainer.load(ckpt)
         return self._trainer
@@ -169,6 +192,8 @@ class Runtime:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+        if hasattr(self._trainer, "close"):  # Ray rank actors
+            self._trainer.close()
         self.store.close()
 
 

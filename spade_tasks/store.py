@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS regrets (
 CREATE TABLE IF NOT EXISTS train_steps (
     run VARCHAR, generation INTEGER, step INTEGER, metrics JSON, checkpoint VARCHAR,
     PRIMARY KEY (run, generation, step));
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run VARCHAR, generation INTEGER, path VARCHAR, mlflow_model_id VARCHAR,
+    model_uri VARCHAR, optimizer_state BOOLEAN, deleted_at TIMESTAMP,
+    PRIMARY KEY (run, generation));
 CREATE TABLE IF NOT EXISTS stages (
     run VARCHAR, generation INTEGER, stage VARCHAR, finished_at TIMESTAMP, seconds DOUBLE,
     result JSON, PRIMARY KEY (run, generation, stage));

@@ -29,6 +29,25 @@ def _client(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
+def artifact_root(cfg: Config) -> Path:
+    """Where MLflow artifacts of experiments this config creates are stored: next to the
+    runs' own state under ``run.root``, not in ``./mlruns`` of whatever directory the
+    command started in."""
+    return (cfg.run.root / "mlartifacts").resolve()
+
+
+def experiment_id(client, cfg: Config) -> str:
+    """The config's MLflow experiment, created with its artifacts under ``run.root``.
+
+    An experiment that exists already keeps the artifact location it was created with
+    (MLflow cannot move one)."""
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    if exp is not None:
+        return exp.experiment_id
+    return client.create_experiment(cfg.tracking.experiment,
+                                    artifact_location=artifact_root(cfg).as_uri())
+
+
 def flatten(d: dict, prefix: str = "") -> dict[str, str]:
     """A nested config as MLflow params: ``section.key -> value``."""
     out = {}
@@ -47,9 +66,7 @@ class Tracker:
     def __init__(self, cfg: Config, store: Store):
         self.cfg, self.store = cfg, store
         self.client = _client(cfg.tracking.mlflow_uri)
-        exp = self.client.get_experiment_by_name(cfg.tracking.experiment)
-        self.experiment_id = (exp.experiment_id if exp else
-                              self.client.create_experiment(cfg.tracking.experiment))
+        self.experiment_id = experiment_id(self.client, cfg)
 
     def parent_run(self) -> str:
         """The MLflow run of this self-play run, created once and reused."""
@@ -210,10 +227,14 @@ def log_stage(rt, generation: int, summary: dict) -> dict:
     for env in rt.store.rows("SELECT env_id, source FROM environments WHERE run = ? AND"
                              " generation = ? AND origin = 'designed'", [rt.run, generation]):
         tr.text(child, env["source"], f"environments/{env['env_id']}.py")
-    rejected = rt.store.rows("SELECT design_idx, reasons FROM designs WHERE run = ? AND"
-                             " generation = ? AND NOT accepted", [rt.run, generation])
+    rejected = rt.store.rows("SELECT design_idx, doc_id, completion, reasons FROM designs"
+                             " WHERE run = ? AND generation = ? AND NOT accepted"
+                             " ORDER BY design_idx", [rt.run, generation])
     if rejected:
         tr.json(child, {r["design_idx"]: r["reasons"] for r in rejected}, "rejections.json")
+    for r in rejected:
+        # What the designer wrote, headed by why the validator refused it.
+        tr.text(child, rejected_design_text(r), f"rejected/design-{r['design_idx']:03d}.md")
 
     eps = rt.store.rows("SELECT episode_id FROM episodes WHERE run = ? AND generation = ?"
                         " ORDER BY episode_id LIMIT ?",
@@ -227,7 +248,18 @@ def log_stage(rt, generation: int, summary: dict) -> dict:
         tr.text(child, str(Path(checkpoint).resolve()) + "\n", "checkpoint.txt")
     rt.finish_generation(generation, checkpoint, {**metrics, **{k: v for k, v in summary.items()
                                                                if k != "timings"}}, child)
+    from spade_tasks.checkpoints import keep_stage
+
+    kept = keep_stage(rt, generation, child)
     tr.plots(child)
     tr.plots(parent)
     tr.finish(child)
-    return {**summary, "mlflow_run_id": child, "mlflow_parent_run_id": parent}
+    return {**summary, **kept, "mlflow_run_id": child, "mlflow_parent_run_id": parent}
+
+
+def rejected_design_text(design: dict) -> str:
+    """A rejected design as Markdown: the validator's reasons, then the completion."""
+    reasons = "\n".join(f"- {r}" for r in (design["reasons"] or [])) or "- (no reason recorded)"
+    return (f"# Rejected design {design['design_idx']}\n\n"
+            f"Grounding document: `{design['doc_id']}`\n\n## Reasons\n\n{reasons}\n\n"
+            f"## What the designer wrote\n\n````\n{design['completion'] or ''}\n````\n")

@@ -241,10 +241,52 @@ def load_deepspeed_config(config: TrainingConfig) -> dict:
         # A step has as many micro-batches as its batch needs, so the caller, not the
         # engine's fixed gradient_accumulation_steps, owns the update boundary.
         raise ConfigError(f"{path}: set \"managed_gradient_accumulation\": false")
+    ds["bf16"] = _resolve_bf16(path, ds.get("bf16", {}))
     ds["train_micro_batch_size_per_gpu"] = config.micro_batch_size
     ds["gradient_accumulation_steps"] = 1
     ds.pop("train_batch_size", None)
     return ds
+
+
+def _resolve_bf16(path: Path, block: dict) -> dict:
+    """The ``bf16`` block with ``"enabled": "auto"`` decided by the hardware, as
+    ``model.dtype: auto`` is for inference: bf16 on GPUs and on CPUs with AMX, fp32
+    elsewhere (there bf16 matmuls are no faster, and the fp32 trainer's log-probs match
+    the fp32 rollout's)."""
+    enabled = block.get("enabled", False)
+    if enabled == "auto":
+        from spade_tasks.llm.loading import resolve_dtype
+
+        return {**block, "enabled": resolve_dtype("auto") == "bfloat16"}
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{path}: bf16.enabled must be true, false or \"auto\" "
+                          f"(got {enabled!r})")
+    return block
+
+
+def _world() -> tuple[int, int]:
+    """(world size, rank) of this process's DeepSpeed group."""
+    if torch.distributed.is_initialized():
+        return torch.distributed.get_world_size(), torch.distributed.get_rank()
+    return 1, 0
+
+
+def _rank_share(chunks: list[list[TrainSample]], rank: int,
+                world: int) -> list[tuple[list[TrainSample], int]]:
+    """This rank's micro-batches (every world-th of the batch's, so the ranks together
+    compute exactly the one-rank micro-batches), each with weight 1; padded with
+    weight-0 passes so every rank runs as many backward passes (ZeRO-2/3 reduce
+    gradients inside each one, a collective call)."""
+    mine = [(c, 1) for c in chunks[rank::world]]
+    rounds = -(-len(chunks) // world)
+    return mine + [(chunks[0], 0)] * (rounds - len(mine))
+
+
+def _sum_over_ranks(sums: dict[str, float], processed: int) -> tuple[dict[str, float], int]:
+    keys = sorted(sums)
+    t = torch.tensor([sums[k] for k in keys] + [float(processed)], dtype=torch.float64)
+    torch.distributed.all_reduce(t)
+    return dict(zip(keys, t[:-1].tolist())), int(t[-1])
 
 
 # ---------------------------------------------------------------- the engine
@@ -326,9 +368,11 @@ class TrainEngine:
         self.engine.train()
         sums = {"loss": 0.0, "clipped": 0.0, "k3": 0.0, "ratio": 0.0, "kl_ref": 0.0}
         processed = 0
-        for chunk in _micro_batches(samples, cfg.micro_batch_size):
+        world, rank = _world()
+        for chunk, weight in _rank_share(_micro_batches(samples, cfg.micro_batch_size),
+                                         rank, world):
             mb = _collate(chunk, self.pad_id)
-            processed += int(mb.attention_mask.sum())
+            processed += int(mb.attention_mask.sum()) * weight
             mask = mb.comp_mask.to(device)
             new_logp = _token_logprobs(self.engine, mb, device)
             tok_loss, stats = clipped_pg_loss(
@@ -344,15 +388,23 @@ class TrainEngine:
                     ref_logp = _token_logprobs(self.ref_model, mb, device)
                 kl = k3_kl(new_logp, ref_logp) * mask
                 tok_loss = tok_loss + cfg.kl_coef * kl
-                sums["kl_ref"] += float(kl.detach().sum())
+                sums["kl_ref"] += float(kl.detach().sum()) * weight
             # Dividing by the whole batch's token count makes the accumulated gradient
             # the token-level mean over the batch (DAPO), whatever the micro-batching.
+            # DeepSpeed averages gradients over ranks: times `world` makes that the sum of
+            # the ranks' shares, i.e. the one-rank gradient.
             loss = tok_loss.sum() / total_tokens
-            self.engine.backward(loss, scale_wrt_gas=False)
-            sums["loss"] += float(loss.detach())
-            sums["clipped"] += float(stats["clipped"].sum())
-            sums["k3"] += float(stats["k3"].sum())
-            sums["ratio"] += float((stats["ratio"] * mask).sum())
+            self.engine.backward(loss * (world * weight), scale_wrt_gas=False)
+            sums["loss"] += float(loss.detach()) * weight
+            sums["clipped"] += float(stats["clipped"].sum()) * weight
+            sums["k3"] += float(stats["k3"].sum()) * weight
+            sums["ratio"] += float((stats["ratio"] * mask).sum()) * weight
+        if world > 1:
+            sums, processed = _sum_over_ranks(sums, processed)
+            if self._grads_in_params:
+                # Averaged here, not in engine.step(), so the norm below is the global one.
+                self.engine.buffered_allreduce_fallback(elements_per_buffer=500_000_000)
+                self.engine.enable_backward_allreduce = False
         grad_norm = None
         if self._grads_in_params:
             # The engine reports the norm only from its mixed-precision and ZeRO optimizers.
@@ -441,16 +493,17 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
 
 
 def train_stage(rt, generation: int) -> dict:
-    """One DeepSpeed step on the generation's samples, then an atomic checkpoint."""
+    """One DeepSpeed step on the generation's samples, then an atomic checkpoint (none
+    when there was nothing to train on)."""
     trained_from = rt.latest_checkpoint() or rt.cfg.model.name
     samples = generation_samples(rt, generation)
     result: dict = {"trained_from": trained_from, "train_samples": len(samples),
                     "train_samples_designer": sum(s.role == "designer" for s in samples),
-                    "train_samples_agent": sum(s.role == "agent" for s in samples)}
-    engine = rt.trainer()
+                    "train_samples_agent": sum(s.role == "agent" for s in samples),
+                    "train_world_size": rt.cfg.training.world_size}
     with progress.stage("train step", total=1) as bar:
         if samples:
-            m = engine.step(samples)
+            m = rt.trainer().step(samples)
             result.update(loss=m.loss, approx_kl=m.approx_kl, clip_fraction=m.clip_fraction,
                           grad_norm=m.grad_norm, mean_ratio=m.mean_ratio,
                           train_tokens=m.tokens, train_tokens_per_s=m.tokens_per_s,
@@ -460,7 +513,9 @@ def train_stage(rt, generation: int) -> dict:
             # Every advantage is zero (e.g. all designs rejected and every episode of an
             # environment returned the same): there is no gradient to take.
             result["skipped"] = "no sample with a non-zero advantage"
-    result["checkpoint"] = rt.save_checkpoint(generation)
+    # No step, no new weights: nothing is written (the next generation starts from
+    # the same checkpoint as this one did).
+    result["checkpoint"] = rt.save_checkpoint(generation) if samples else None
     rt.store.replace_rows("train_steps", {"run": rt.run, "generation": generation}, [{
         "run": rt.run, "generation": generation, "step": 0,
         "metrics": {k: v for k, v in result.items() if k != "checkpoint"},

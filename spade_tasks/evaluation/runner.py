@@ -14,7 +14,7 @@ from spade_tasks.errors import UserError
 from spade_tasks.evaluation.suites import get_suite
 from spade_tasks.llm.base import Backend, SamplingParams, make_backend
 from spade_tasks.store import Store
-from spade_tasks.tracking import _client
+from spade_tasks.tracking import _client, experiment_id
 
 EVALUATIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS evaluations (
@@ -108,8 +108,7 @@ def record(store, result: EvalResult, checkpoint: str) -> None:
 def log_mlflow(cfg, result: EvalResult, checkpoint: str, limit: int | None, seed: int) -> str:
     """One MLflow run for this evaluation, with the suite's score as a metric; its id."""
     client = _client(cfg.tracking.mlflow_uri)
-    exp = client.get_experiment_by_name(cfg.tracking.experiment)
-    exp_id = exp.experiment_id if exp else client.create_experiment(cfg.tracking.experiment)
+    exp_id = experiment_id(client, cfg)
     run = client.create_run(exp_id, run_name=result.run, tags={
         "spade.kind": "evaluation", "spade.run": cfg.run.name, "spade.eval_run": result.run,
         "spade.suite": result.suite, "spade.checkpoint": checkpoint})
@@ -230,8 +229,10 @@ def eval_stage(rt, generation: int) -> dict:
         return {}
     for suite in cfg.eval.suites:
         get_suite(suite).check_available()  # before any model time is spent
-    checkpoint = rt.stage_result(generation, "train_step")["checkpoint"]
-    backend = rt.backend_at(checkpoint)
+    trained = rt.stage_result(generation, "train_step")
+    # A generation that took no step wrote no checkpoint: its weights are its start's.
+    checkpoint = trained["checkpoint"] or trained["trained_from"]
+    backend = rt.backend_at(trained["checkpoint"]) if trained["checkpoint"] else rt.backend()
     seed = cfg.run.seed
     params = SamplingParams.from_config(cfg.model, temperature=0.0, seed=seed)
     out = {}

@@ -45,6 +45,10 @@ class SamplingParams:
     """Completion ``i`` of a call draws from a stream derived from ``(seed, i)``."""
     stop: list[str] | None = None
     """Strings that end a completion (finish_reason ``"stop"``)."""
+    first_index: int = 0
+    """Position of this call's first conversation in a larger request split over engines
+    (``spade_tasks/engines.py``): completion ``i`` draws from ``(seed, first_index + i)``,
+    so each part samples as it would in the whole."""
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, **overrides) -> SamplingParams:

@@ -125,7 +125,7 @@ class TransformersBackend(Backend):
             idx = order[start : start + step]
             if self._prefixes is not None:
                 share_prefixes(self._model, self._prefixes, [prompts[i] for i in idx])
-            seeds = [request_seed(params.seed, i) for i in idx]
+            seeds = [request_seed(params.seed, params.first_index + i) for i in idx]
             for i, c in zip(idx, self._generate_batch([prompts[i] for i in idx], seeds, params)):
                 results[i] = c
         return results  # type: ignore[return-value]

@@ -54,7 +54,11 @@ class VLLMBackend(Backend):
             max_num_seqs=cfg.max_batch,
             logprobs_mode="raw_logprobs",
         )
-        if not _has_cuda():
+        if _has_cuda():
+            kwargs["tensor_parallel_size"] = cfg.tensor_parallel_size
+            if cfg.gpu_memory_share is not None:
+                kwargs["gpu_memory_utilization"] = cfg.gpu_memory_share
+        else:
             # On CPU this fraction reserves host RAM for the KV cache (vLLM's default 0.92
             # fails on a shared machine); a quarter holds ~100k tokens of a 135M model.
             kwargs["gpu_memory_utilization"] = 0.25
@@ -92,7 +96,7 @@ class VLLMBackend(Backend):
                 max_tokens=params.max_new_tokens,
                 temperature=params.temperature,
                 top_p=params.top_p,
-                seed=request_seed(params.seed, i),
+                seed=request_seed(params.seed, params.first_index + i),
                 stop=params.stop,
                 logprobs=0,
                 skip_special_tokens=True,
