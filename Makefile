@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.setup-done
-# A second environment for the vLLM backend on CPU (see README, "Backends").
+# A second environment for the vLLM backend on CPU (see docs/cpu-inference.md, "vLLM on this CPU").
 VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.setup-done
 MAIN_EXTRAS := test,ray
@@ -51,6 +51,7 @@ $(VLLM_STAMP): pyproject.toml Makefile
 
 run: setup
 	$(BIN)/spade run --config configs/cpu-tiny.yaml
+	@echo "spade is installed in $(BIN): 'source $(VENV)/bin/activate' puts it on PATH (or call $(BIN)/spade); see README.md"
 
 test: setup setup-vllm
 	$(BIN)/python -m pytest -q -m 'not vllm'

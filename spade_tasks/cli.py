@@ -1,32 +1,78 @@
-"""The ``spade`` command line (see DESIGN.md, "The command line").
+"""The ``spade`` command line (see docs/design.md, "The command line").
 
 User errors (a missing file, a broken config, an unknown name) end with one line on
 stderr and exit code 2; no traceback reaches the user for them.
+
+Each command is a ``cmd_*`` function plus one ``_add_*`` function that declares its
+parser (help text on every option, an example in the epilog); ``build_parser`` calls
+the ``_add_*`` functions in ``COMMANDS`` order, so a new command is two functions and
+one line there. Paths: see ``spade_tasks.config`` (``--root`` sets ``$SPADE_ROOT``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import textwrap
+from importlib import metadata
 from pathlib import Path
 
+from spade_tasks.config import REPO_ROOT, ROOT_ENV
 from spade_tasks.errors import SpadeError, UserError
+
+DEFAULT_CONFIG = REPO_ROOT / "configs" / "cpu-tiny.yaml"
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default (unless None or a flag's False) and keeps the
+    epilog's line breaks (the examples)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        if kwargs.get("description"):  # the raw formatter keeps it as given: wrap it here
+            kwargs["description"] = textwrap.fill(kwargs["description"], 80)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse's own usage errors: one line, exit 2
-        self.exit(2, f"spade: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _existing_files(paths: list[str]) -> list[Path]:
-    out = []
-    for p in paths:
-        path = Path(p)
-        if not path.is_file():
-            raise UserError(f"{p}: no such file")
-        out.append(path)
-    return out
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value
+
+
+def _add_config(p, default: Path | None = DEFAULT_CONFIG, what: str = "run config") -> None:
+    p.add_argument("--config", default=default, metavar="YAML",
+                   help=f"YAML {what}; its relative paths resolve against its own folder"
+                   + ("" if default else " (default: the built-in defaults)"))
+
+
+def _add_root(p) -> None:
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help=f"base folder of run state: run.root and a relative sqlite MLflow "
+                   f"store resolve against it (sets ${ROOT_ENV}; default: ${ROOT_ENV} "
+                   "when set, else the project)")
+
+
+def _add_run(p) -> None:
+    p.add_argument("--run", default=None, metavar="NAME",
+                   help="self-play run to look in (default: every run under the run root)")
 
 
 def _sandbox(cfg):
@@ -35,17 +81,23 @@ def _sandbox(cfg):
     return Sandbox(cfg.sandbox)
 
 
+# -- validate ---------------------------------------------------------------------------
+
+
 def cmd_validate(args) -> int:
     from spade_tasks.config import load_config
-    from spade_tasks.validation import validate_path
+    from spade_tasks.environments import program_paths, read_program
+    from spade_tasks.validation import validate_source
 
     cfg = load_config(args.config)
-    paths = _existing_files(args.paths)
+    paths = program_paths(args.paths)
+    sources = [read_program(p) for p in paths]  # every unreadable file fails before any run
     sandbox = _sandbox(cfg)
     all_ok = True
-    for path in paths:
-        report = validate_path(path, sandbox, cfg.validation, run_all=args.all,
-                               allow_unverified=cfg.designer.allow_unverified_pool)
+    for path, source in zip(paths, sources):
+        report = validate_source(source, sandbox, cfg.validation, str(path),
+                                 allow_unverified=cfg.designer.allow_unverified_pool,
+                                 run_all=args.all)
         all_ok &= report.accepted
         if args.json:
             print(json.dumps(report.to_json()), flush=True)
@@ -67,11 +119,14 @@ def cmd_import(args) -> int:
     import tempfile
 
     from spade_tasks.config import load_config
+    from spade_tasks.environments import program_paths, read_program
     from spade_tasks.interop import convert_file, output_path
     from spade_tasks.validation import validate_source
 
     cfg = load_config(args.config)
-    paths = _existing_files(args.paths)
+    paths = program_paths(args.paths)
+    for p in paths:  # size and encoding, named, before any conversion
+        read_program(p)
     into = Path(args.into)
     if into.exists() and not into.is_dir():
         raise UserError(f"{into}: not a directory")
@@ -113,56 +168,128 @@ def cmd_import(args) -> int:
     return 0 if all_ok else 1
 
 
+def _add_validate(sub) -> None:
+    v = sub.add_parser(
+        "validate", help="check environment programs against the contract",
+        description="Run the validator's named checks on each program, in the sandbox. "
+        "Exit codes: 0 all accepted, 1 any rejected, 2 usage error, 3 internal error.",
+        epilog="examples:\n  spade validate environments_store/seeds/water_jugs.py\n"
+        "  spade validate environments_store/seeds --json\n"
+        "  spade validate environments_store/seeds/water_jugs.py --all")
+    v.add_argument("paths", nargs="+", metavar="PATH",
+                   help="program files, or folders standing for the .py files in them")
+    v.add_argument("--json", action="store_true",
+                   help="print one JSON object per program: path, accepted, reasons")
+    v.add_argument("--all", action="store_true",
+                   help="run every check instead of stopping at the first failure, and "
+                   "print each check's status (pass, fail or skip)")
+    _add_config(v, None, "config (its sandbox and validation sections)")
+    v.set_defaults(fn=cmd_validate)
+
+
+def _add_import(sub) -> None:
+    im = sub.add_parser(
+        "import", help="convert programs from another format, write them into DIR, validate",
+        description="Convert environment programs written for the SPADE reference code "
+        "(--format reference) or GEM text games (--format gem) into programs of our "
+        "contract, validate each, and write the accepted ones into DIR. Exit codes: 0 all "
+        "accepted, 1 any rejected, 2 usage error, 3 internal error.",
+        epilog="example:\n  spade import --format reference ref_envs/*.py --into my_pool --json")
+    im.add_argument("paths", nargs="+", metavar="PATH",
+                    help="programs to convert, or folders standing for the .py files in them")
+    im.add_argument("--format", required=True, choices=["reference", "gem"],
+                    help="what the programs are written for: the SPADE reference code, or "
+                    "GEM text games (required, no default)")
+    im.add_argument("--into", required=True, metavar="DIR",
+                    help="folder for the converted programs (required, no default)")
+    im.add_argument("--json", action="store_true",
+                    help="print one JSON object per program: the validator's fields plus "
+                    "source, written, changes, feasibility")
+    _add_config(im, None, "config (its sandbox and validation sections)")
+    im.set_defaults(fn=cmd_import)
+
+
+# -- play -------------------------------------------------------------------------------
+
+
 def cmd_play(args) -> int:
+    from spade_tasks import play
     from spade_tasks.config import load_config
-    from spade_tasks.validation import env_class_name, oracle_policy, play
 
     cfg = load_config(args.config)
-    (path,) = _existing_files([args.path])
-    source = path.read_text(encoding="utf-8")
-    class_name = env_class_name(source)
-    if class_name is None:
-        raise UserError(f"{path}: not an environment program (run `spade validate {path}`)")
+    if args.actions_file is not None and not Path(args.actions_file).is_file():
+        raise UserError(f"{args.actions_file}: no such file")
+    if args.checkpoint and args.policy != "model":
+        raise UserError(f"--checkpoint {args.checkpoint}: only --policy model plays a checkpoint")
+    if args.checkpoint and not Path(args.checkpoint).exists():
+        raise UserError(f"{args.checkpoint}: no such checkpoint")
     sandbox = _sandbox(cfg)
-    with sandbox.open(source, class_name, {}) as ep:  # the program's own max_turns
-        if not ep.load_result.ok:
-            raise SpadeError(f"{path}: {ep.load_result.error}")
-        max_turns = ep.meta.max_turns or 10
+    prog = play.load_program(args.path, sandbox)
     if args.actions_file is not None:
-        # One action per line, replayed in order; the episode ends when they run out.
-        (actions_path,) = _existing_files([args.actions_file])
-        actions = actions_path.read_text(encoding="utf-8").splitlines()
-        replay = iter(actions)
-
-        def policy(ep, obs):
-            return next(replay, None)
-
-        max_turns = min(max_turns, len(actions))
+        t = play.play_actions(sandbox, prog, args.seed, args.hint,
+                              play.read_actions(args.actions_file))
     elif args.policy == "oracle":
-        policy = oracle_policy
+        t = play.play_oracle(sandbox, prog, args.seed, args.hint)
+    elif args.policy == "human":
+        say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else \
+            (lambda s: print(s, flush=True))
+        t = play.play_human(sandbox, prog, args.seed, args.hint, say=say)
     else:
-        from spade_tasks.agent import model_policy
+        from spade_tasks.llm.base import SamplingParams, make_backend
 
-        policy = model_policy(cfg, hint=args.hint)
-    p = play(sandbox, source, class_name, args.seed, policy, max_turns, with_hint=args.hint)
-    if p.error:
-        raise SpadeError(f"{path}: episode ended by a fault: {p.error}")
+        if args.hint and not prog.meta.has_hint:  # before minutes of model loading
+            raise UserError(f"{prog.path}: {prog.meta.class_name} defines no hint(); "
+                            "play it without --hint")
+        model_cfg = cfg.model if not args.checkpoint else \
+            cfg.model.model_copy(update={"name": str(Path(args.checkpoint).resolve())})
+        with make_backend(model_cfg) as backend:
+            t = play.play_model(backend, sandbox, prog, args.seed, args.hint, cfg.rollout,
+                                SamplingParams.from_config(model_cfg))
     if args.json:
-        print(json.dumps({"path": str(path), "seed": args.seed, "return": p.ret,
-                          "turns": p.turns, "terminated": p.terminated}))
-        return 0
-    who = f"actions from {args.actions_file}" if args.actions_file else f"policy {args.policy}"
-    print(f"== {path} ({class_name}), seed {args.seed}, {who}")
-    print(f"[observation]\n{p.observations[0]}")
-    if p.hint is not None:
-        print(f"[hint]\n{p.hint}")
-    for i, (action, obs, reward) in enumerate(
-            zip(p.actions, p.observations[1:], p.rewards), start=1):
-        print(f"[turn {i}] action:\n{action}")
-        print(f"[turn {i}] reward {reward:g}; observation:\n{obs}")
-    end = "terminated" if p.terminated else "truncated" if p.truncated else "turn limit"
-    print(f"== return {p.ret:g} in {p.turns} turns ({end})")
+        print(json.dumps(t.to_json()))
+    elif args.policy == "human":
+        print(f"== return {t.ret:g} in {t.turns} turns ({t.end_reason})")
+    else:
+        print(play.format_transcript(t))
+    if t.error and t.end_reason != "quit":
+        print(f"spade: error: {prog.path}: episode ended by a fault: {t.error}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _add_play(sub) -> None:
+    p = sub.add_parser(
+        "play", help="play one episode of an environment program",
+        description="Play one episode in the sandbox and print its transcript. The policy "
+        "is the program's oracle, the model (the config's, or --checkpoint) as a rollout "
+        "plays it, or you at the terminal.",
+        epilog="examples:\n  spade play environments_store/seeds/water_jugs.py --seed 3 --hint\n"
+        "  spade play environments_store/seeds/water_jugs.py --policy human\n"
+        "  spade play environments_store/seeds/water_jugs.py --actions-file moves.txt --json\n"
+        "  spade play environments_store/seeds/water_jugs.py --policy model "
+        "--checkpoint runs/cpu-tiny/checkpoints/gen-0000 --json")
+    p.add_argument("path", metavar="PATH", help="the environment program (a .py file)")
+    p.add_argument("--policy", choices=("oracle", "model", "human"), default="oracle",
+                   help="who acts: the program's oracle, the model, or you (one line per "
+                   "action, Ctrl-D quits)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="with --policy model: a Hugging Face-format checkpoint folder "
+                   "(default: the config's model.name)")
+    p.add_argument("--actions-file", default=None, metavar="FILE",
+                   help="replay these actions, one per line, instead of --policy; the "
+                   "episode ends when they run out (default: play --policy)")
+    p.add_argument("--seed", type=int, default=0, help="environment seed of the episode")
+    p.add_argument("--hint", action="store_true",
+                   help="play with the program's privileged hint (shown after the first "
+                   "observation)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: path, seed, return, turns, terminated, "
+                   "truncated, end_reason, actions, rewards, observations, hint")
+    _add_config(p, None, "config (sandbox, model and rollout sections)")
+    p.set_defaults(fn=cmd_play)
+
+
+# -- browsing a run's data ------------------------------------------------------------
 
 
 def _open_store(run_dir: Path):
@@ -182,19 +309,34 @@ def _open_store(run_dir: Path):
 def _run_dirs(cfg, run: str | None) -> list[Path]:
     root = cfg.run.root
     if run:
+        if not (root / run / "spade.duckdb").is_file():
+            known = ", ".join(p.parent.name for p in sorted(root.glob("*/spade.duckdb")))
+            raise UserError(f"--run {run}: no such run under {root} (runs: {known or 'none'})")
         return [root / run]
     return sorted(p.parent for p in root.glob("*/spade.duckdb"))
 
 
+def _num(v, fmt: str) -> str:
+    return format(v, fmt) if v is not None else "-"
+
+
+def _env_name(row: dict) -> str:
+    """What ``envs list`` prints as NAME and ``envs show`` accepts: the file's stem for
+    a seed, the class name otherwise."""
+    if row.get("origin") == "seed" and row.get("path"):
+        return Path(row["path"]).stem
+    return row.get("class_name") or "?"
+
+
 def cmd_envs_list(args) -> int:
     from spade_tasks.config import load_config
-    from spade_tasks.environments import seed_paths, title_of
+    from spade_tasks.environments import seed_paths
     from spade_tasks.validation import env_class_name
 
     cfg = load_config(args.config)
     dirs = _run_dirs(cfg, args.run)
     if not dirs:
-        print(f"no runs under {cfg.run.root}/; the seed environments:")
+        print(f"no runs under {cfg.run.root}; the seed environments (NAME, class):")
         for path in seed_paths():
             src = path.read_text(encoding="utf-8")
             print(f"  {path.stem:28} {env_class_name(src) or '?':24}")
@@ -202,22 +344,52 @@ def cmd_envs_list(args) -> int:
     for run_dir in dirs:
         with _open_store(run_dir) as store:
             rows = store.rows(
-                "SELECT e.env_id, e.origin, e.generation, e.title, m.plays, m.regret,"
-                " m.win_rate_no_hint, m.win_rate_hint, m.active FROM environments e"
-                " LEFT JOIN memory m ON m.env_id = e.env_id AND m.run = ?"
-                " WHERE e.run = ? OR e.origin = 'seed' ORDER BY e.origin DESC, e.generation, e.env_id",
+                "SELECT e.env_id, e.origin, e.generation, e.title, e.class_name, e.path,"
+                " m.plays, m.regret, m.win_rate_no_hint, m.win_rate_hint, m.active"
+                " FROM environments e LEFT JOIN memory m ON m.env_id = e.env_id AND m.run = ?"
+                " WHERE e.run = ? OR e.origin = 'seed'"
+                " ORDER BY e.origin DESC, e.generation, e.env_id",
                 [run_dir.name, run_dir.name])
+            rejected = store.rows("SELECT count(*) AS n FROM designs"
+                                  " WHERE run = ? AND NOT accepted", [run_dir.name])[0]["n"]
         print(f"run {run_dir.name}: {len(rows)} environments")
-        print(f"  {'env_id':16} {'origin':8} {'gen':>3} {'plays':>5} {'regret':>7} "
+        print(f"  {'env_id':16} {'name':24} {'origin':8} {'gen':>3} {'plays':>5} {'regret':>7} "
               f"{'win':>5} {'win+h':>5}  title")
         for r in rows:
-            def num(v, fmt):
-                return format(v, fmt) if v is not None else "-"
-            print(f"  {r['env_id']:16} {r['origin']:8} {num(r['generation'], '3d'):>3} "
-                  f"{num(r['plays'], '5d'):>5} {num(r['regret'], '+7.3f'):>7} "
-                  f"{num(r['win_rate_no_hint'], '5.2f'):>5} {num(r['win_rate_hint'], '5.2f'):>5}"
+            print(f"  {r['env_id']:16} {_env_name(r)[:24]:24} {r['origin']:8} "
+                  f"{_num(r['generation'], '3d'):>3} "
+                  f"{_num(r['plays'], '5d'):>5} {_num(r['regret'], '+7.3f'):>7} "
+                  f"{_num(r['win_rate_no_hint'], '5.2f'):>5} {_num(r['win_rate_hint'], '5.2f'):>5}"
                   f"  {(r['title'] or '')[:60]}")
+        if rejected:
+            print(f"  ({rejected} rejected designs: spade designs list --run {run_dir.name} "
+                  "--rejected)")
     return 0
+
+
+def _match_envs(rows: list[dict], key: str) -> list[dict]:
+    """Rows whose env_id starts with ``key``, or whose name or class name is ``key``."""
+    k = key.lower()
+    by_id = [r for r in rows if r["env_id"].startswith(k)]
+    if by_id:
+        return by_id
+    return [r for r in rows if k in (_env_name(r).lower(), (r["class_name"] or "").lower())]
+
+
+def _show_seed(key: str) -> bool:
+    """``envs show`` before any run: a seed program by name or class name."""
+    from spade_tasks.environments import seed_paths
+    from spade_tasks.validation import env_class_name
+
+    for path in seed_paths():
+        src = path.read_text(encoding="utf-8")
+        if key.lower() in (path.stem.lower(), (env_class_name(src) or "").lower()):
+            print(f"== {path.stem} {env_class_name(src)} (seed, not played in any run yet)")
+            print(f"file: {path}")
+            print("---- source ----")
+            print(src)
+            return True
+    return False
 
 
 def cmd_envs_show(args) -> int:
@@ -226,16 +398,15 @@ def cmd_envs_show(args) -> int:
     cfg = load_config(args.config)
     for run_dir in _run_dirs(cfg, args.run):
         with _open_store(run_dir) as store:
-            envs = store.rows("SELECT * FROM environments WHERE env_id LIKE ?",
-                              [args.env_id + "%"])
+            envs = _match_envs(store.rows("SELECT * FROM environments"), args.env)
             if len(envs) > 1:
-                raise UserError(f"{args.env_id}: ambiguous, matches "
+                raise UserError(f"{args.env}: ambiguous, matches "
                                 f"{', '.join(e['env_id'] for e in envs)}")
             if not envs:
                 continue
             e = envs[0]
-            print(f"== {e['env_id']} {e['class_name']} ({e['origin']}, run {run_dir.name}, "
-                  f"generation {e['generation']})")
+            print(f"== {e['env_id']} {_env_name(e)} {e['class_name']} ({e['origin']}, run "
+                  f"{run_dir.name}, generation {e['generation']})")
             print(f"file: {e['path']}")
             if e.get("feasibility_verified") is False:
                 print("feasibility: unverified (no oracle; designer.allow_unverified_pool)")
@@ -265,12 +436,169 @@ def cmd_envs_show(args) -> int:
             print("---- source ----")
             print(e["source"])
             return 0
-    raise UserError(f"{args.env_id}: no such environment in {cfg.run.root}/")
+    if not args.run and _show_seed(args.env):
+        return 0
+    raise UserError(f"{args.env}: no environment with this id or name under {cfg.run.root}")
+
+
+def _add_envs(sub) -> None:
+    e = sub.add_parser(
+        "envs", help="browse the environments of the runs",
+        description="List the environments of the runs (seeds and accepted designs) or "
+        "show one: its code, validation, statistics and episodes.",
+        epilog="examples:\n  spade envs list --run cpu-tiny\n  spade envs show water_jugs\n"
+        "  spade envs show 3f2a9c")
+    esub = e.add_subparsers(dest="envs_command", metavar="COMMAND", parser_class=_Parser)
+    el = esub.add_parser("list", help="environments of a run (or of every run)",
+                         description="One row per environment: id, name, origin, generation, "
+                         "plays, regret and win rates without and with the hint.",
+                         epilog="example:\n  spade envs list --run cpu-tiny")
+    _add_run(el)
+    _add_config(el, None)
+    _add_root(el)
+    el.set_defaults(fn=cmd_envs_list)
+    es = esub.add_parser("show", help="one environment: code, validation, statistics, episodes",
+                         description="Show one environment, found by its id (or a prefix of "
+                         "it) or by the NAME `spade envs list` prints (a seed's file name, "
+                         "else the class name).",
+                         epilog="examples:\n  spade envs show water_jugs\n"
+                         "  spade envs show 3f2a9c --run cpu-tiny")
+    es.add_argument("env", metavar="ENV", help="environment id, id prefix, or name")
+    _add_run(es)
+    _add_config(es, None)
+    _add_root(es)
+    es.set_defaults(fn=cmd_envs_show)
+    e.set_defaults(fn=lambda args: _usage(e))
+
+
+def _design_id(r: dict) -> str:
+    return f"{r['generation']}-{r['design_idx']}"
+
+
+def cmd_designs_list(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    dirs = _run_dirs(cfg, args.run)
+    if not dirs:
+        print(f"no runs under {cfg.run.root}")
+        return 0
+    for run_dir in dirs:
+        with _open_store(run_dir) as store:
+            rows = store.rows(
+                "SELECT generation, design_idx, accepted, env_id, reasons, reward FROM designs"
+                " WHERE run = ?" + (" AND NOT accepted" if args.rejected else "")
+                + " ORDER BY generation, design_idx", [run_dir.name])
+        print(f"run {run_dir.name}: {len(rows)} {'rejected ' if args.rejected else ''}designs")
+        print(f"  {'id':7} {'verdict':8} {'env_id':16} {'reward':>7}  reason")
+        for r in rows:
+            reason = (r["reasons"] or [""])[0].replace("\n", " ")
+            print(f"  {_design_id(r):7} {'accepted' if r['accepted'] else 'rejected':8} "
+                  f"{r['env_id'] or '-':16} {_num(r['reward'], '+7.3f'):>7}  {reason[:90]}")
+    return 0
+
+
+def cmd_designs_show(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    try:
+        gen, idx = (int(x) for x in args.design.split("-"))
+    except ValueError:
+        raise UserError(f"{args.design}: a design id is GENERATION-INDEX, e.g. 0-2 "
+                        "(see `spade designs list`)") from None
+    for run_dir in _run_dirs(cfg, args.run):
+        with _open_store(run_dir) as store:
+            rows = store.rows("SELECT * FROM designs WHERE run = ? AND generation = ? AND "
+                              "design_idx = ?", [run_dir.name, gen, idx])
+            if not rows:
+                continue
+            d = rows[0]
+            doc = store.rows("SELECT source, text FROM documents WHERE run = ? AND generation = ?"
+                             " AND doc_id = ?", [run_dir.name, gen, d["doc_id"]])
+        print(f"== design {args.design} of run {run_dir.name}: "
+              f"{'accepted' if d['accepted'] else 'rejected'}"
+              + (f" as {d['env_id']}" if d["env_id"] else "")
+              + f", reward {_num(d['reward'], '+.3f')}")
+        for reason in d["reasons"] or []:
+            print(f"  - {reason}")
+        if doc:
+            text = " ".join((doc[0]["text"] or "").split())
+            print(f"document ({doc[0]['source']}): {text[:300]}{'...' if len(text) > 300 else ''}")
+        print(f"---- completion ({len(d['token_ids'] or [])} tokens) ----")
+        print(d["completion"] or "")
+        return 0
+    raise UserError(f"{args.design}: no such design under {cfg.run.root}"
+                    + (f" in run {args.run}" if args.run else ""))
+
+
+def _add_designs(sub) -> None:
+    d = sub.add_parser(
+        "designs", help="browse the designer's programs, rejected ones with their reasons",
+        description="Every program the designer wrote, accepted or not: the verdict, the "
+        "validator's reasons and the designer's reward.",
+        epilog="examples:\n  spade designs list --run cpu-tiny --rejected\n"
+        "  spade designs show 0-2 --run cpu-tiny")
+    dsub = d.add_subparsers(dest="designs_command", metavar="COMMAND", parser_class=_Parser)
+    dl = dsub.add_parser("list", help="designs of a run (or of every run)",
+                         description="One row per design: id (GENERATION-INDEX), verdict, "
+                         "environment id when accepted, reward, first reason.",
+                         epilog="example:\n  spade designs list --rejected")
+    dl.add_argument("--rejected", action="store_true", help="only the rejected designs")
+    _add_run(dl)
+    _add_config(dl, None)
+    _add_root(dl)
+    dl.set_defaults(fn=cmd_designs_list)
+    ds = dsub.add_parser("show", help="one design: verdict, reasons, document, completion",
+                         description="Show one design by its id GENERATION-INDEX.",
+                         epilog="example:\n  spade designs show 0-2 --run cpu-tiny")
+    ds.add_argument("design", metavar="ID", help="design id GENERATION-INDEX, e.g. 0-2")
+    _add_run(ds)
+    _add_config(ds, None)
+    _add_root(ds)
+    ds.set_defaults(fn=cmd_designs_show)
+    d.set_defaults(fn=lambda args: _usage(d))
+
+
+def cmd_episodes_show(args) -> int:
+    from spade_tasks.config import load_config
+    from spade_tasks.transcripts import format_transcript
+
+    cfg = load_config(args.config)
+    dirs = _run_dirs(cfg, args.run)
+    for run_dir in dirs:
+        with _open_store(run_dir) as store:
+            if store.count("episodes", episode_id=args.episode_id):
+                print(format_transcript(store, args.episode_id, run_dir.name, args.generation))
+                return 0
+    raise UserError(f"{args.episode_id}: no such episode under {cfg.run.root}")
+
+
+def _add_episodes(sub) -> None:
+    ep = sub.add_parser("episodes", help="episode transcripts",
+                        description="Show a recorded episode turn by turn.",
+                        epilog="example:\n"
+                        "  spade episodes show 3f2a9c0d1e2b4a5c-n-0 --run cpu-tiny")
+    epsub = ep.add_subparsers(dest="episodes_command", metavar="COMMAND", parser_class=_Parser)
+    eps = epsub.add_parser("show", help="one episode's transcript",
+                           description="Observations, actions and rewards of one episode "
+                           "(ids are listed by `spade envs show`).",
+                           epilog="example:\n  spade episodes show 3f2a9c0d1e2b4a5c-n-0")
+    eps.add_argument("episode_id", metavar="EPISODE_ID",
+                     help="episode id, as `spade envs show` lists it")
+    _add_run(eps)
+    eps.add_argument("--generation", type=int, default=None,
+                     help="generation holding the episode (default: the latest)")
+    _add_config(eps, None)
+    _add_root(eps)
+    eps.set_defaults(fn=cmd_episodes_show)
+    ep.set_defaults(fn=lambda args: _usage(ep))
+
+
+# -- self-play --------------------------------------------------------------------------
 
 
 def _prefect_env() -> None:
-    import os
-
     # This machine is offline: Prefect's telemetry would only log errors.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -287,6 +615,30 @@ def _print_generation(summary: dict, run_name: str) -> None:
           f"{summary['wall_s']:.0f} s", flush=True)
 
 
+@contextlib.contextmanager
+def _no_leftovers(run_dir: Path):
+    """A command that fails before a new run finished any stage leaves no run database
+    behind (one that finished a stage is kept: the next ``spade run`` resumes it)."""
+    db = run_dir / "spade.duckdb"
+    existed = db.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and db.exists():
+            from spade_tasks import runtime
+            from spade_tasks.store import Store
+
+            runtime.close_all()  # the flow's runtime holds the file open
+            with Store(db) as store:
+                finished = store.count("stages", run=run_dir.name)
+            if not finished:
+                for f in (db, db.with_name(db.name + ".wal")):
+                    f.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    run_dir.rmdir()  # only when nothing else is in it
+        raise
+
+
 def cmd_run(args) -> int:
     from spade_tasks.config import load_config
 
@@ -299,7 +651,7 @@ def cmd_run(args) -> int:
 
     n = args.generations or cfg.run.generations
     run_name = args.run_name or cfg.run.name
-    with prefect_api() as api_url:
+    with _no_leftovers(cfg.run.root / run_name), prefect_api() as api_url:
         spade = flow_for(spade_flow, cfg, api_url)
         for _ in range(n):
             summary = spade(config=str(Path(args.config).resolve()), run_name=run_name)
@@ -309,12 +661,27 @@ def cmd_run(args) -> int:
     print(f"checkpoint: {summary.get('checkpoint')}")
     print(f"MLflow: mlflow ui --backend-store-uri {cfg.tracking.mlflow_uri}")
     print(f"environments: spade envs list --run {run_name}")
+    print(f"designs: spade designs list --run {run_name}")
     return 0
 
 
-def cmd_serve(args) -> int:
-    import os
+def _add_run_command(sub) -> None:
+    r = sub.add_parser(
+        "run", help="run self-play generations (Prefect flow, in-process)",
+        description="Run the next generations of a self-play run; each is one run of the "
+        "Prefect flow `spade`. A run continues where the last one stopped.",
+        epilog="examples:\n  spade run\n"
+        "  spade run --config configs/cpu-tiny-fixed.yaml --generations 5 --run-name baseline")
+    _add_config(r)
+    r.add_argument("--generations", type=_positive_int, default=None, metavar="N",
+                   help="generations to run (default: the config's run.generations)")
+    r.add_argument("--run-name", default=None, metavar="NAME",
+                   help="self-play run to create or continue (default: the config's run.name)")
+    _add_root(r)
+    r.set_defaults(fn=cmd_run)
 
+
+def cmd_serve(args) -> int:
     from spade_tasks.config import load_config
 
     cfg = load_config(args.config)
@@ -332,6 +699,20 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _add_serve(sub) -> None:
+    sv = sub.add_parser(
+        "serve", help="serve the flow as deployment spade/generation",
+        description="Serve the flow so `prefect deployment run spade/generation` runs the "
+        "next generation (needs a Prefect server and PREFECT_API_URL).",
+        epilog="example:\n  export PREFECT_API_URL=http://127.0.0.1:4200/api\n"
+        "  spade serve --config configs/cpu-tiny.yaml")
+    _add_config(sv)
+    sv.add_argument("--run-name", default=None, metavar="NAME",
+                    help="self-play run the deployment advances (default: the config's run.name)")
+    _add_root(sv)
+    sv.set_defaults(fn=cmd_serve)
+
+
 def cmd_design(args) -> int:
     from spade_tasks.config import load_config
 
@@ -339,7 +720,8 @@ def cmd_design(args) -> int:
     _prefect_env()
     from spade_tasks.designer import run_design
 
-    summary = run_design(cfg, n=args.n)
+    with _no_leftovers(cfg.run.root / cfg.run.name):
+        summary = run_design(cfg, n=args.n)
     if args.json:
         print(json.dumps(summary.to_json()))
         return 0
@@ -349,6 +731,63 @@ def cmd_design(args) -> int:
         print(f"  rejected by {check}: {n}")
     for env_id in summary.env_ids:
         print(f"  accepted: {env_id} (spade envs show {env_id})")
+    print(f"  every design: spade designs list --run {summary.run}")
+    return 0
+
+
+def _add_design(sub) -> None:
+    d = sub.add_parser(
+        "design", help="write, validate and record designs (no rollouts)",
+        description="One designer step: sample documents, write programs, validate and "
+        "record them in the run's DuckDB; no agent rollouts, no training.",
+        epilog="example:\n  spade design --n 2 --json")
+    _add_config(d)
+    d.add_argument("--n", type=_positive_int, default=None,
+                   help="designs to write (default: the config's designer.designs_per_generation)")
+    d.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_root(d)
+    d.set_defaults(fn=cmd_design)
+
+
+# -- evaluation -------------------------------------------------------------------------
+
+
+def _compare_side(cfg, name: str):
+    """``(label, {suite: {item: score}})`` of a self-play run's latest evaluated checkpoint
+    per suite, or of an evaluation run recorded in the config's run."""
+    from spade_tasks import evaluation
+
+    run_dir = cfg.run.root / name
+    if (run_dir / "spade.duckdb").is_file():
+        with _open_store(run_dir) as store:
+            latest = evaluation.latest_scores(store)
+        return {suite: scores for suite, (_, scores) in latest.items()}
+    db = evaluation.eval_store_path(cfg)
+    if db.is_file():
+        with _open_store(db.parent) as store:
+            scores = evaluation.scores_of(store, name)
+        if scores:
+            return scores
+    runs = ", ".join(p.parent.name for p in sorted(cfg.run.root.glob("*/spade.duckdb")))
+    raise UserError(f"{name}: neither a self-play run under {cfg.run.root} (runs: "
+                    f"{runs or 'none'}) nor an evaluation run in {db}")
+
+
+def _eval_compare(cfg, a: str, b: str) -> int:
+    from spade_tasks import evaluation
+
+    sa, sb = _compare_side(cfg, a), _compare_side(cfg, b)
+    rows = evaluation.compare_scores(sa, sb)
+    if not rows:
+        raise UserError(f"--compare {a} {b}: no suite and item evaluated in both "
+                        f"({a}: {', '.join(sorted(sa)) or 'none'}; "
+                        f"{b}: {', '.join(sorted(sb)) or 'none'})")
+    print(f"{'suite':18} {'n':>4} {a[:22]:>22} {b[:22]:>22} {'delta':>7}")
+    for r in rows:
+        print(f"{r['suite']:18} {r['n']:4d} {r['score_a']:22.3f} {r['score_b']:22.3f} "
+              f"{r['delta']:+7.3f}")
+    path = evaluation.plot_compare(rows, a, b, cfg.run.root / f"compare-{a}-{b}.png")
+    print(f"plot: {path}")
     return 0
 
 
@@ -360,16 +799,7 @@ def cmd_eval(args) -> int:
     from spade_tasks import evaluation
 
     if args.compare:
-        a, b = args.compare
-        with _open_store(evaluation.eval_store_path(cfg).parent) as store:
-            rows = evaluation.compare(store, a, b)
-        print(f"{'suite':18} {'n':>4} {a[:22]:>22} {b[:22]:>22} {'delta':>7}")
-        for r in rows:
-            print(f"{r['suite']:18} {r['n']:4d} {r['score_a']:22.3f} {r['score_b']:22.3f} "
-                  f"{r['delta']:+7.3f}")
-        path = evaluation.plot_compare(rows, a, b, cfg.run.root / f"compare-{a}-{b}.png")
-        print(f"plot: {path}")
-        return 0
+        return _eval_compare(cfg, *args.compare)
     if not args.suite:
         raise UserError("eval needs --suite NAME (or --compare RUN_A RUN_B); suites: "
                         + ", ".join(evaluation.suite_names()))
@@ -381,104 +811,64 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def cmd_episodes_show(args) -> int:
-    from spade_tasks.config import load_config
-    from spade_tasks.transcripts import format_transcript
+def _add_eval(sub) -> None:
+    ev = sub.add_parser(
+        "eval", help="evaluate on a held-out suite, or compare two runs",
+        description="Evaluate the config's model (or a checkpoint) on a held-out suite, "
+        "recorded in the config's run; or compare two self-play runs, the latest "
+        "evaluated checkpoint of each, on the suites and items both have.",
+        epilog="examples:\n  spade eval --suite reasoning-gym --limit 8\n"
+        "  spade eval --suite humaneval --checkpoint runs/cpu-tiny/checkpoints/gen-0004\n"
+        "  spade eval --compare cpu-tiny-fixed cpu-tiny")
+    ev.add_argument("--suite", default=None, metavar="NAME",
+                    help="suite: humaneval, bfcl-multi-turn, reasoning-gym or textarena "
+                    "(default: none; needed unless --compare)")
+    ev.add_argument("--limit", type=_positive_int, default=None, metavar="N",
+                    help="items to evaluate, a seeded subset (default: the whole suite)")
+    ev.add_argument("--checkpoint", default=None, metavar="DIR",
+                    help="checkpoint folder to evaluate (default: the config's model.name)")
+    ev.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), default=None,
+                    help="compare two self-play runs (or two evaluation runs of the config's "
+                    "run): a table per suite and a PNG plot (default: no comparison)")
+    _add_config(ev)
+    _add_root(ev)
+    ev.set_defaults(fn=cmd_eval)
 
-    cfg = load_config(args.config)
-    dirs = _run_dirs(cfg, args.run)
-    for run_dir in dirs:
-        with _open_store(run_dir) as store:
-            if store.count("episodes", episode_id=args.episode_id):
-                print(format_transcript(store, args.episode_id, run_dir.name, args.generation))
-                return 0
-    raise UserError(f"{args.episode_id}: no such episode in {cfg.run.root}/")
+
+# -- the parser -------------------------------------------------------------------------
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    """A command group given without its command: its full help, exit 2."""
+    parser.print_help(sys.stderr)
+    return 2
+
+
+COMMANDS = [_add_run_command, _add_validate, _add_play, _add_envs, _add_designs,
+            _add_episodes, _add_design, _add_eval, _add_import, _add_serve]
+"""Each adds one command to the subparsers, in the order ``spade --help`` lists them."""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("spade")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="spade", description="Self-play RL in model-written environments.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    v = sub.add_parser(
-        "validate", help="check environment programs against the contract",
-        description="Check environment programs against the contract (sandboxed). Exit "
-        "codes: 0 all accepted, 1 any rejected, 2 usage error, 3 internal error.")
-    v.add_argument("paths", nargs="+", metavar="PATH")
-    v.add_argument("--json", action="store_true", help="one JSON object per program")
-    v.add_argument("--all", action="store_true",
-                   help="run every check instead of stopping at the first failure")
-    v.add_argument("--config", default=None, help="YAML config (sandbox and validation)")
-    v.set_defaults(fn=cmd_validate)
-
-    im = sub.add_parser(
-        "import", help="convert programs from another format, write them into DIR, validate",
-        description="Convert environment programs written for the SPADE reference code "
-        "(--format reference) or GEM text games (--format gem) into programs of our "
-        "contract, validate each, and write the accepted ones into DIR. Exit codes: 0 all "
-        "accepted, 1 any rejected, 2 usage error, 3 internal error.")
-    im.add_argument("paths", nargs="+", metavar="PATH")
-    im.add_argument("--format", required=True, choices=["reference", "gem"])
-    im.add_argument("--into", required=True, metavar="DIR", help="folder for the converted programs")
-    im.add_argument("--json", action="store_true", help="one JSON object per program")
-    im.add_argument("--config", default=None, help="YAML config (sandbox and validation)")
-    im.set_defaults(fn=cmd_import)
-
-    p = sub.add_parser("play", help="play one episode of an environment program")
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--policy", choices=["oracle"], default="oracle")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hint", action="store_true", help="show the privileged hint")
-    p.add_argument("--actions-file", default=None, metavar="FILE",
-                   help="replay these actions, one per line (instead of --policy)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--config", default=None)
-    p.set_defaults(fn=cmd_play)
-
-    r = sub.add_parser("run", help="run self-play generations (Prefect flow, in-process)")
-    r.add_argument("--config", default="configs/cpu-tiny.yaml")
-    r.add_argument("--generations", type=int, default=None)
-    r.add_argument("--run-name", default=None)
-    r.set_defaults(fn=cmd_run)
-
-    sv = sub.add_parser("serve", help="serve the flow as deployment spade/generation")
-    sv.add_argument("--config", default="configs/cpu-tiny.yaml")
-    sv.add_argument("--run-name", default=None)
-    sv.set_defaults(fn=cmd_serve)
-
-    d = sub.add_parser("design", help="write, validate and record designs (no rollouts)")
-    d.add_argument("--config", default="configs/cpu-tiny.yaml")
-    d.add_argument("--n", type=int, default=None, help="designs (default: the config's)")
-    d.add_argument("--json", action="store_true")
-    d.set_defaults(fn=cmd_design)
-
-    ev = sub.add_parser("eval", help="evaluate on a held-out suite, offline")
-    ev.add_argument("--suite", default=None)
-    ev.add_argument("--limit", type=int, default=None)
-    ev.add_argument("--checkpoint", default=None)
-    ev.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), default=None)
-    ev.add_argument("--config", default="configs/cpu-tiny.yaml")
-    ev.set_defaults(fn=cmd_eval)
-
-    e = sub.add_parser("envs", help="browse the environment store")
-    esub = e.add_subparsers(dest="envs_command", required=True, parser_class=_Parser)
-    el = esub.add_parser("list", help="environments of a run (or of every run)")
-    el.add_argument("--run", default=None)
-    el.add_argument("--config", default=None)
-    el.set_defaults(fn=cmd_envs_list)
-    es = esub.add_parser("show", help="one environment: code, validation, statistics, episodes")
-    es.add_argument("env_id", metavar="ENV_ID")
-    es.add_argument("--run", default=None)
-    es.add_argument("--config", default=None)
-    es.set_defaults(fn=cmd_envs_show)
-
-    ep = sub.add_parser("episodes", help="episode transcripts")
-    epsub = ep.add_subparsers(dest="episodes_command", required=True, parser_class=_Parser)
-    eps = epsub.add_parser("show", help="one episode's transcript")
-    eps.add_argument("episode_id", metavar="EPISODE_ID")
-    eps.add_argument("--run", default=None)
-    eps.add_argument("--generation", type=int, default=None)
-    eps.add_argument("--config", default=None)
-    eps.set_defaults(fn=cmd_episodes_show)
+    ap = _Parser(prog="spade", description="Self-play RL in model-written environments: "
+                 "one language model designs executable environments and learns to play them.",
+                 epilog="start with:\n  spade run                 # one generation on the "
+                 "embedded default\n  spade envs list           # what it produced\n"
+                 "  spade COMMAND --help      # a command's options and an example\n\n"
+                 "docs: README.md and docs/ in the project")
+    ap.add_argument("--version", action="version", version=f"spade {_version()}",
+                    help="print the version and exit")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
+    ap.set_defaults(fn=lambda args: _usage(ap))
     return ap
 
 
@@ -490,6 +880,8 @@ CHECKING_COMMANDS = ("validate", "import")
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "root", None):
+        os.environ[ROOT_ENV] = str(Path(args.root).expanduser().resolve())
     if args.command in CHECKING_COMMANDS:
         try:
             return _main(args)
@@ -511,6 +903,11 @@ def _main(args) -> int:
     except KeyboardInterrupt:
         print("spade: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`spade envs list | head`): stop quietly, as the Python
+        # docs advise, so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

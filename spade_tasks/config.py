@@ -2,12 +2,24 @@
 
 Every section is a frozen pydantic model that forbids unknown keys, so a typo in a
 YAML file is an error naming the key and the file, never a silently ignored setting.
+
+Where relative paths point (one rule, so a command works the same from any directory):
+a path a config names (``corpus.source`` as a file, ``model.name`` as a folder or GGUF
+file, ``training.deepspeed_config``, ``designer.fixed_pool``) resolves against the
+config file's folder; ``run.root`` and a ``sqlite:///`` tracking store resolve against
+the *base folder*: ``$SPADE_ROOT`` when set (the CLI's ``--root`` sets it), else the
+project (the checkout holding ``configs/``). ``python -m spade_tasks.config --markdown``
+prints the reference of every key, generated from the docstrings below; ``--update-readme``
+writes it into the README.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+
+import os
+import sys
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
@@ -18,10 +30,13 @@ from spade_tasks.errors import ConfigError
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+ROOT_ENV = "SPADE_ROOT"
+"""Environment variable naming the base folder of run state (set by ``--root``)."""
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Attribute docstrings become field descriptions: the README's reference reads them.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 def _registered(reg: registry.Registry, name: str) -> str:
@@ -198,7 +213,8 @@ class RolloutConfig(_Section):
 
 class TrackingConfig(_Section):
     mlflow_uri: str = "sqlite:///runs/mlflow.db"
-    """MLflow tracking URI (a local sqlite store by default; any server by URI)."""
+    """MLflow tracking URI: a local sqlite store by default (a relative path resolves
+    against the base folder, like ``run.root``), or any server by URI."""
     experiment: str = "spade"
     """MLflow experiment name."""
     transcripts: int = Field(4, ge=0, le=1000)
@@ -301,7 +317,8 @@ class RunConfig(_Section):
     name: str = "default"
     """Run name: DuckDB file, MLflow run and store folder are keyed by it."""
     root: Path = Path("runs")
-    """Folder holding every run's state."""
+    """Folder holding every run's state; a relative path resolves against the base
+    folder (``$SPADE_ROOT`` / ``--root``, else the project), not the current directory."""
     generations: int = Field(1, ge=1)
     """Generations per ``spade run``."""
     seed: int = 0
@@ -323,15 +340,74 @@ class Config(_Section):
     eval: EvalConfig = EvalConfig()
 
 
+def base_dir() -> Path:
+    """Where a relative ``run.root`` and sqlite tracking store resolve: ``$SPADE_ROOT``,
+    else the project."""
+    env = os.environ.get(ROOT_ENV)
+    return Path(env).expanduser().resolve() if env else REPO_ROOT
+
+
+_DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def _looks_local(value: str, config_dir: Path, suffixes: tuple[str, ...]) -> bool:
+    # A Hugging Face name ("org/name") is not a path unless such a folder exists here.
+    return (value.startswith((".", "/", "~")) or value.endswith(suffixes)
+            or (config_dir / value).exists())
+
+
+def _against(folder: Path, value: str | Path) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (folder / p).resolve()
+
+
+def resolve_paths(cfg: "Config", config_dir: Path | None, source: str = "<defaults>") -> "Config":
+    """``cfg`` with every relative path made absolute by the module's rule (see above);
+    a local corpus file that does not exist is a ConfigError naming ``source``."""
+    base = base_dir()
+    cdir = config_dir or Path.cwd()
+    updates: dict[str, BaseModel] = {}
+    run = cfg.run.model_copy(update={"root": _against(base, cfg.run.root)})
+    updates["run"] = run
+    uri = cfg.tracking.mlflow_uri
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        db = _against(base, uri[len("sqlite:///"):])
+        updates["tracking"] = cfg.tracking.model_copy(update={"mlflow_uri": f"sqlite:///{db}"})
+    if config_dir is not None:
+        src = cfg.corpus.source
+        if (src != "none" and not src.startswith("embedded:")
+                and _looks_local(src, cdir, _DATA_SUFFIXES)):
+            path = _against(cdir, src)
+            if not path.exists():
+                raise ConfigError(f"{source}: corpus.source: {path}: no such file or folder")
+            updates["corpus"] = cfg.corpus.model_copy(update={"source": str(path)})
+        name = cfg.model.name
+        if not name.startswith("embedded:") and _looks_local(name, cdir, (".gguf",)):
+            path = _against(cdir, name)
+            if not path.exists():
+                raise ConfigError(f"{source}: model.name: {path}: no such file or folder")
+            updates["model"] = cfg.model.model_copy(update={"name": str(path)})
+        updates["training"] = cfg.training.model_copy(
+            update={"deepspeed_config": _against(cdir, cfg.training.deepspeed_config)})
+        updates["designer"] = cfg.designer.model_copy(
+            update={"fixed_pool": [_against(cdir, p) for p in cfg.designer.fixed_pool]})
+    return cfg.model_copy(update=updates)
+
+
 def load_config(path: str | Path | None) -> Config:
-    """Load and validate a YAML config; a missing file or bad key raises ConfigError."""
+    """Load and validate a YAML config, its relative paths resolved (see the module
+    docstring); a missing file or bad key raises ConfigError."""
     if path is None:
-        return Config()
+        return resolve_paths(Config(), None)
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a folder, not a config file")
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     try:
-        raw = yaml.safe_load(p.read_text()) or {}
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -339,7 +415,7 @@ def load_config(path: str | Path | None) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: top level must be a mapping of sections")
     try:
-        return Config.model_validate(raw)
+        cfg = Config.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(x) for x in err["loc"]) or "<root>"
@@ -350,3 +426,82 @@ def load_config(path: str | Path | None) -> Config:
             if "input" in err and not isinstance(err["input"], dict):
                 msg += f" (got {err['input']!r})"
         raise ConfigError(f"{p}: {key}: {msg}") from None
+    return resolve_paths(cfg, p.resolve().parent, str(p))
+
+
+# -- the configuration reference (the README's section is this function's output) -----
+
+
+def _shown_default(value) -> str:
+    if isinstance(value, Path):
+        try:
+            value = value.relative_to(REPO_ROOT)
+        except ValueError:
+            pass
+        return f"`{value}`"
+    if isinstance(value, (list, tuple)):
+        return "`[" + ", ".join(_shown_default(v).strip("`") for v in value) + "]`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return f"`{value!r}`" if value is None else f"`{value}`"
+
+
+def reference_markdown() -> str:
+    """Markdown reference of every config key: section, key, type, default, docstring."""
+    import typing
+
+    def type_name(t) -> str:
+        origin = typing.get_origin(t)
+        if origin is Literal:
+            return " \\| ".join(str(a) for a in typing.get_args(t))
+        if origin is not None:
+            inner = [a for a in typing.get_args(t) if a is not type(None)]
+            args = ", ".join(type_name(a) for a in inner)
+            if len(inner) < len(typing.get_args(t)):
+                return f"{args} or none"
+            return f"{getattr(origin, '__name__', origin)}[{args}]"
+        return getattr(t, "__name__", str(t)).replace("NoneType", "none")
+
+    lines = []
+    for section, field in Config.model_fields.items():
+        model = field.annotation
+        lines.append(f"### `{section}`")
+        lines.append("")
+        doc = " ".join((model.__doc__ or "").split()).replace("``", "`")
+        if doc and not doc.startswith(model.__name__ + "("):
+            lines.append(doc)
+            lines.append("")
+        lines.append("| key | type | default | meaning |")
+        lines.append("| --- | --- | --- | --- |")
+        for key, f in model.model_fields.items():
+            # Docstrings are reStructuredText (``x``); the README is Markdown (`x`).
+            desc = " ".join((f.description or "").split()).replace("``", "`").replace("|", "\\|")
+            default = _shown_default(f.default).replace("|", "\\|")
+            lines.append(f"| `{section}.{key}` | {type_name(f.annotation)} | {default} | {desc} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+README_MARKERS = ("<!-- config-reference:start -->\n", "<!-- config-reference:end -->")
+"""The README's generated section lies between these lines."""
+
+
+def update_readme(path: Path = REPO_ROOT / "README.md") -> bool:
+    """Rewrite the README's reference section from the docstrings; True if it changed."""
+    start, end = README_MARKERS
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = head + start + reference_markdown() + end + tail
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--markdown"]:
+        sys.stdout.write(reference_markdown())
+    elif sys.argv[1:] == ["--update-readme"]:
+        print("README.md updated" if update_readme() else "README.md already up to date")
+    else:
+        sys.exit("usage: python -m spade_tasks.config --markdown | --update-readme")

@@ -101,3 +101,52 @@ def load_record(store: Store, env_id: str) -> EnvRecord | None:
 
 def seed_paths(folder: Path = SEEDS_DIR) -> list[Path]:
     return sorted(folder.glob("*.py"))
+
+
+MAX_PROGRAM_BYTES = 256 * 1024
+"""Largest program the CLI reads: well past what a designer's token budget can write
+(32k tokens), so a bigger file is refused before it is parsed or sandboxed."""
+
+
+def program_paths(paths: list[str | Path]) -> list[Path]:
+    """The program files named by ``paths``, a folder standing for the ``*.py`` files
+    in it; a missing path or a folder without programs is a UserError naming it."""
+    from spade_tasks.errors import UserError
+
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.py") if f.is_file())
+            if not found:
+                raise UserError(f"{p}: a folder with no .py files")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise UserError(f"{p}: no such file")
+    return out
+
+
+def read_program(path: str | Path) -> str:
+    """A program's text; a folder, a file over ``MAX_PROGRAM_BYTES`` or one that is not
+    UTF-8 is a UserError naming the file and the reason (checked before any parsing)."""
+    from spade_tasks.errors import UserError
+
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p}: is a folder, not a program file")
+    try:
+        size = p.stat().st_size
+        if size > MAX_PROGRAM_BYTES:
+            raise UserError(f"{p}: {size} bytes, over the {MAX_PROGRAM_BYTES}-byte limit "
+                            "of an environment program")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                        f"{e.start}); environment programs are UTF-8 Python source") from None

@@ -400,3 +400,48 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
             "environments_unhinted": unhinted, "rollout_workers": cfg.model.replicas,
             "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
             "end_reasons": dict(Counter(r.end_reason for r in results))}
+
+
+# -- one episode, for `spade play --policy model` -----------------------------------------
+
+
+def play_episode(backend: Backend, sandbox: Sandbox, rec: EnvRecord, env_seed: int,
+                 cfg: RolloutConfig, with_hint: bool = False, hint: str | None = None,
+                 system_prompt: str | None = None,
+                 sampling: SamplingParams | None = None,
+                 answers: Sequence[str] = ()) -> EpisodeResult:
+    """One episode of ``rec`` on environment seed ``env_seed``, played by the backend as
+    a rollout plays it (same chat, hint format, turn and context limits, end reasons).
+
+    ``hint`` stands in for an environment without ``hint()`` when ``with_hint``;
+    ``answers`` are the oracle's answers, which ``hint()`` must not contain (as in
+    ``rollout``).
+    """
+    if with_hint and not rec.has_hint and not hint:
+        raise RolloutError(f"{rec.class_name} defines no hint(); pass one to play with a hint")
+    system_prompt = agent_system_prompt() if system_prompt is None else system_prompt
+    base = sampling or SamplingParams()
+    res = EpisodeResult(episode_id(rec.env_id, with_hint, 0), rec.env_id, env_seed, with_hint)
+    live = _Live(res, rec, min(rec.max_turns, cfg.max_turns))
+    opened: list[Episode] = []
+    try:
+        _start(sandbox, live, system_prompt, {rec.env_id: hint} if hint else {}, opened,
+               {rec.env_id: answers})
+        turn = 0
+        while res.end_reason is None:
+            (n,) = [len(p) for p in render_prompts(backend.tokenizer, [live.messages], None)]
+            if n + cfg.max_new_tokens > cfg.max_context_tokens:
+                live.end("context")
+                break
+            params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
+                                    temperature=base.temperature, top_p=base.top_p,
+                                    seed=derive("turn", env_seed, turn, bits=63), stop=base.stop)
+            completions = backend.generate([live.messages], params)
+            if len(completions) != 1:
+                raise RolloutError(f"backend returned {len(completions)} completions for 1")
+            _advance(live, completions[0])
+            turn += 1
+    finally:
+        for ep in opened:
+            ep.close()
+    return res

@@ -5,13 +5,16 @@ from spade_tasks.evaluation import arena, bfcl, humaneval, rgym  # noqa: F401 - 
 from spade_tasks.evaluation.runner import (
     EvalResult,
     compare,
+    compare_scores,
     eval_due,
     eval_stage,
     eval_store_path,
     evaluate,
+    latest_scores,
     plot_compare,
     record,
     run_eval,
+    scores_of,
 )
 from spade_tasks.evaluation.suites import (
     Item,
@@ -24,7 +27,8 @@ from spade_tasks.evaluation.suites import (
 )
 
 __all__ = [
-    "EvalResult", "Item", "Suite", "SuiteUnavailable", "UnknownSuite", "compare", "eval_due",
+    "EvalResult", "Item", "Suite", "SuiteUnavailable", "UnknownSuite", "compare",
+    "compare_scores", "eval_due", "latest_scores", "scores_of",
     "eval_stage", "eval_store_path", "evaluate", "get_suite", "plot_compare", "record",
     "register_suite", "run_eval", "suite_names",
 ]

@@ -140,6 +140,45 @@ def compare(store, run_a: str, run_b: str) -> list[dict]:
         GROUP BY a.suite ORDER BY a.suite""", [run_a, run_b])
 
 
+def scores_of(store, eval_run: str) -> dict[str, dict[str, float]]:
+    """``{suite: {item_id: score}}`` recorded under one evaluation run (empty if none)."""
+    store.con.execute(EVALUATIONS_SCHEMA)
+    out: dict[str, dict[str, float]] = {}
+    for r in store.rows("SELECT suite, item_id, score FROM evaluations WHERE run = ?", [eval_run]):
+        out.setdefault(r["suite"], {})[r["item_id"]] = r["score"]
+    return out
+
+
+def latest_scores(store) -> dict[str, tuple[str, dict[str, float]]]:
+    """Per suite, the newest evaluation recorded in a self-play run's DuckDB (in-loop or
+    ``spade eval``): ``{suite: (evaluation run, {item_id: score})}``, so two runs compare
+    checkpoint against checkpoint."""
+    store.con.execute(EVALUATIONS_SCHEMA)
+    newest = store.rows("""
+        SELECT suite, arg_max(run, created_at) AS run FROM evaluations GROUP BY suite""")
+    return {r["suite"]: (r["run"], scores_of(store, r["run"]).get(r["suite"], {}))
+            for r in newest}
+
+
+def compare_scores(a: dict[str, dict[str, float]],
+                   b: dict[str, dict[str, float]]) -> list[dict]:
+    """``compare``'s rows from two ``{suite: {item_id: score}}`` maps, on the suites and
+    items both have (empty when nothing overlaps)."""
+    rows = []
+    for suite in sorted(set(a) & set(b)):
+        items = sorted(set(a[suite]) & set(b[suite]))
+        if not items:
+            continue
+        sa = [a[suite][i] for i in items]
+        sb = [b[suite][i] for i in items]
+        rows.append({"suite": suite, "n": len(items), "score_a": sum(sa) / len(items),
+                     "score_b": sum(sb) / len(items),
+                     "delta": (sum(sb) - sum(sa)) / len(items),
+                     "improved": sum(y > x for x, y in zip(sa, sb)),
+                     "regressed": sum(y < x for x, y in zip(sa, sb))})
+    return rows
+
+
 def plot_compare(rows: list[dict], run_a: str, run_b: str, path: str | Path) -> Path:
     """A bar chart of ``compare``'s rows (score per suite, one bar per run) as a PNG."""
     import matplotlib
