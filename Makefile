@@ -11,6 +11,9 @@ VLLM_EXTRAS := test,cpu-vllm
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export HF_HUB_OFFLINE := 1
+# Prefect's temporary server gets 20 s to start by default; on a busy 2-core machine it
+# took longer and the flow tests failed before any of their work (seen at load 18-28).
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 180
 
 .PHONY: setup setup-vllm run test test-vllm bench clean
 
