@@ -194,3 +194,100 @@ def test_role_advantages_never_mix_roles():
 def test_advantages_are_finite_for_tiny_spread():
     adv = group_advantages([0.0, 1e-12])
     assert all(math.isfinite(a) for a in adv)
+
+
+# ---------------------------------------------------------------- rejected designs
+
+from spade_tasks.regret import (  # noqa: E402
+    REJECTION_STAGES, check_name, contract_fraction, graded_rejection, lowest_accepted,
+    parsed_fraction, rejection_progress, rejection_reward)
+
+_GOOD = '''import random
+
+class CoinEnv:
+    max_turns = 3
+
+    def reset(self, seed=None, options=None):
+        return "x", {}
+
+    def step(self, action):
+        return "y", 0.0, True, False, {}
+
+    def oracle(self):
+        return "1"
+'''
+
+
+def test_check_name_reads_the_reason_prefix():
+    assert check_name("parse: no python code block") == "no_code"
+    assert check_name("parse: line 3: invalid syntax") == "parse"
+    assert check_name("oracle_feasible: oracle reached total 0") == "oracle_feasible"
+
+
+def test_parsed_fraction_is_the_prefix_before_the_first_syntax_error():
+    assert parsed_fraction(_GOOD) == 1.0
+    lines = _GOOD.splitlines()
+    broken = "\n".join(lines[:8] + ["    def step(self, action:"] + lines[9:])
+    frac = parsed_fraction(broken)
+    assert 0.4 < frac < 0.7  # the lines before the broken `def step` parse
+    assert parsed_fraction("def f(:\n  pass\n") == 0.0
+
+
+def test_contract_fraction_counts_parts_in_text_that_may_not_parse():
+    assert contract_fraction(_GOOD) == 1.0
+    assert contract_fraction("class CoinEnv:\n    def reset(self):\n        (((") == 0.4
+    assert contract_fraction("Once upon a time") == 0.0
+
+
+def test_progress_follows_the_validator_order():
+    order = ["parse: no python code block", "parse: line 1: x", "env_class: y", "imports: z",
+             "load: boom", "step_return: bad", "oracle_feasible: no", "non_trivial: echo",
+             "gymnasium: w"]
+    got = [rejection_progress([r], _GOOD if not r.startswith("parse: no") else None, "")
+           for r in order]
+    assert got == sorted(got) and len(set(got)) == len(got)
+    assert all(0.0 <= p < 1.0 for p in got)
+
+
+def test_progress_within_the_first_checks_separates_designs_failing_the_same_check():
+    worse = "class Foo:\n  x = (\n"
+    better = _GOOD.replace("    def oracle(self):\n        return \"1\"\n", "    def oracle(self:\n")
+    p_worse = rejection_progress(["parse: line 2: '(' was never closed"], worse)
+    p_better = rejection_progress(["parse: line 13: invalid syntax"], better)
+    assert p_worse < p_better < rejection_progress(["env_class: none"], _GOOD)
+    prose = rejection_progress(["parse: no python code block"], None, "Hello there")
+    codey = rejection_progress(["parse: no python code block"], None, "class AEnv: def reset(")
+    assert prose < codey < p_worse
+
+
+def test_gaming_rejections_make_no_progress():
+    for reason in ("duplicate: same oracle transcripts as seed x", "hint_leak: hint holds answer"):
+        assert rejection_progress([reason], _GOOD) == 0.0
+
+
+def test_unknown_check_counts_as_the_first_dynamic_one():
+    assert rejection_progress(["brand_new_check: x"], _GOOD) == rejection_progress(
+        ["load: x"], _GOOD)
+
+
+@pytest.mark.parametrize("reward", ["regret", "blend", "solve_rate", "learning_potential"])
+def test_graded_rejection_is_below_every_accepted_reward(reward):
+    best = max(graded_rejection([f"{REJECTION_STAGES[-1]}: x"], _GOOD, reward_name=reward),
+               graded_rejection(["env_class: x"], _GOOD, reward_name=reward))
+    assert best < lowest_accepted(reward)
+    worst = graded_rejection(["parse: no python code block"], None, "", reward_name=reward)
+    assert worst < best
+    # The lowest accepted bound holds for the registered function itself.
+    fn = get_designer_reward(reward)
+    lows = [fn(_stats(wr, rg, baseline=0.5)) for wr in (0.0, 0.5, 1.0) for rg in (-2.0, 0.0)]
+    assert min(lows) >= lowest_accepted(reward)
+
+
+def test_rejection_reward_by_name():
+    assert rejection_reward("constant", ["parse: x"], None, constant=-0.7) == -0.7
+    assert rejection_reward("graded", ["gymnasium: x"], _GOOD, reward_name="blend") > \
+        rejection_reward("graded", ["parse: x"], "x(", reward_name="blend")
+    with pytest.raises(ConfigError, match="unknown rejection reward"):
+        rejection_reward("nope", [], None)
+    with pytest.raises(ConfigError, match="negative"):
+        rejection_reward("constant", [], None, constant=0.0)
