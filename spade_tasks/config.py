@@ -113,6 +113,12 @@ class DesignerConfig(_Section):
     """Environment programs written per generation (one grounding document each)."""
     max_new_tokens: int = Field(1024, ge=64, le=32768)
     """Token budget of one design."""
+    prefill: str = ""
+    """Opening of the designer's answer, written for the model (e.g. a code fence and the
+    imports), which it continues: a small model then writes code instead of prose. It is
+    part of the program parsed, never of the tokens trained. "" is off."""
+    temperature: float | None = Field(None, ge=0.0, le=5.0)
+    """Sampling temperature of designs; None uses ``model.temperature``."""
     memory_examples: int = Field(2, ge=0, le=32)
     """Memory entries shown in the prompt as positive examples."""
     training: bool = True

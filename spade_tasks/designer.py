@@ -113,6 +113,11 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -
     return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user}]
 
 
+def with_prefill(messages: list[dict], prefill: str) -> list[dict]:
+    """The chat with the assistant's answer started as ``prefill`` (unchanged when "")."""
+    return [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
+
+
 # -- parse ---------------------------------------------------------------------------
 
 _FENCE = re.compile(r"```[ \t]*(python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
@@ -157,13 +162,16 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     """One completion per document (None: no document) in ONE batched generate call,
     each parsed into a program; a completion without code is already rejected."""
     setting = cfg.designer.setting
-    prompts = [build_prompt(d, examples, setting) for d in docs]
+    prompts = [with_prefill(build_prompt(d, examples, setting), cfg.designer.prefill)
+               for d in docs]
+    overrides = {} if cfg.designer.temperature is None else {
+        "temperature": cfg.designer.temperature}
     params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
-                                        seed=seed)
+                                        seed=seed, **overrides)
     comps = backend.generate(prompts, params) if prompts else []
     out = []
     for i, (doc, prompt, comp) in enumerate(zip(docs, prompts, comps)):
-        source = extract_program(comp.text)
+        source = extract_program(comp.full_text)
         d = Design(i, doc.doc_id if doc else None, setting, prompt, comp, source)
         if source is None:
             d.reasons = [NO_CODE]
@@ -212,7 +220,8 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
     key = {"run": run, "generation": generation}
     store.replace_rows("designs", key, [{
         "run": run, "generation": generation, "design_idx": d.design_idx, "doc_id": d.doc_id,
-        "setting": d.setting, "prompt": json.dumps(d.prompt), "completion": d.completion.text,
+        "setting": d.setting, "prompt": json.dumps(d.prompt),
+        "completion": d.completion.full_text,
         "prompt_token_ids": list(d.completion.prompt_token_ids),
         "token_ids": list(d.completion.token_ids), "logprobs": list(d.completion.logprobs),
         "env_id": d.env_id, "accepted": d.accepted, "reasons": list(d.reasons), "reward": None,
