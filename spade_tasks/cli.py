@@ -277,6 +277,41 @@ def cmd_design(args) -> int:
     return 0
 
 
+def cmd_warmstart(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    from spade_tasks.warmstart import run_warmstart
+
+    res = run_warmstart(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    where = "cached" if res["warmstart_cached"] else "trained"
+    print(f"warm start ({where}): {res['warmstart_programs']} programs, "
+          f"{res['warmstart_pairs']} pairs, {res['warmstart_steps']} steps, loss "
+          f"{res['warmstart_loss_first']} -> {res['warmstart_loss_last']}, "
+          f"{res['warmstart_s']:.0f} s")
+    print(f"checkpoint: {res['checkpoint']}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    from spade_tasks import report
+
+    obj, png = report.report(cfg, args.run)
+    if args.json:
+        print(json.dumps(obj))
+    else:
+        print(f"run {obj['run']}")
+        print(report.table(obj["generations"]))
+    print(f"curves: {png}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
 def cmd_eval(args) -> int:
     from spade_tasks.config import load_config
 
@@ -355,6 +390,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--n", type=int, default=None, help="designs (default: the config's)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_design)
+
+    w = sub.add_parser("warmstart", help="the designer's warm start alone (cached by content)")
+    w.add_argument("--config", default="configs/cpu-tiny.yaml")
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(fn=cmd_warmstart)
+
+    rp = sub.add_parser("report", help="one row per generation: validity, rewards, win rates")
+    rp.add_argument("--config", default="configs/cpu-tiny.yaml")
+    rp.add_argument("--run", default=None, help="run name (default: the config's)")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(fn=cmd_report)
 
     ev = sub.add_parser("eval", help="evaluate on a held-out suite, offline")
     ev.add_argument("--suite", default=None)

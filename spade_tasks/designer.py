@@ -29,6 +29,8 @@ from spade_tasks.store import Store
 
 PROMPTS = Path(__file__).parent / "prompts"
 SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
+SHORT_SYSTEM_PROMPTS = {"games": "designer_games_short.txt"}
+"""The contract in a few lines, for small models (``designer.prompt: short``)."""
 EXAMPLE_CHARS = 3500
 """Code characters shown per positive example (two fit a small model's context)."""
 MAX_TITLES = 40
@@ -78,13 +80,15 @@ def _example_block(e: MemoryEntry) -> str:
             f"```python\n{_clip(e.record.source.strip(), EXAMPLE_CHARS)}\n```")
 
 
-def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -> list[dict]:
+def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
+                 style: str = "full") -> list[dict]:
     """The chat messages for one design: the setting's contract, then the task.
 
     What every design of a generation shares (contract, memory examples, titles) comes
     before the document, so the backend computes that long common prefix once for the
     whole batch (``TransformersBackend._share_prefixes``)."""
-    system = (PROMPTS / SYSTEM_PROMPTS[setting]).read_text(encoding="utf-8")
+    files = SHORT_SYSTEM_PROMPTS if style == "short" else SYSTEM_PROMPTS
+    system = (PROMPTS / files[setting]).read_text(encoding="utf-8")
     if doc is not None:
         document = ("Take the theme, setting, names and facts of your environment from this "
                     "text. The environment must stand on its own: its observations and "
@@ -162,7 +166,8 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     """One completion per document (None: no document) in ONE batched generate call,
     each parsed into a program; a completion without code is already rejected."""
     setting = cfg.designer.setting
-    prompts = [with_prefill(build_prompt(d, examples, setting), cfg.designer.prefill)
+    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt),
+                            cfg.designer.prefill)
                for d in docs]
     overrides = {} if cfg.designer.temperature is None else {
         "temperature": cfg.designer.temperature}
