@@ -322,14 +322,17 @@ def accepted_programs(store, run: str, before: int) -> list[tuple[list[dict], st
     """(prompt, program) of every design accepted before generation ``before`` whose
     environment the memory took in as new in that generation (a copy of a seed or a
     near-duplicate never enters it), oldest first."""
+    from spade_tasks.regret import check_name
+
     rows = store.rows(
-        "SELECT d.prompt, e.source FROM designs d JOIN environments e ON e.env_id = d.env_id"
+        "SELECT d.prompt, d.reasons, e.source FROM designs d"
+        " JOIN environments e ON e.env_id = d.env_id"
         " JOIN memory m ON m.env_id = d.env_id AND m.run = d.run"
         " AND m.added_generation = d.generation"
         " WHERE d.run = ? AND d.generation < ? AND d.accepted"
-        " AND NOT list_contains(list_transform(d.reasons, r -> split_part(r, ':', 1)),"
-        " 'duplicate') ORDER BY d.generation, d.design_idx", [run, before])
-    return [(json.loads(r["prompt"]), r["source"]) for r in rows]
+        " ORDER BY d.generation, d.design_idx", [run, before])
+    return [(json.loads(r["prompt"]), r["source"]) for r in rows
+            if not any(check_name(x) == "duplicate" for x in r["reasons"] or [])]
 
 
 def accepted_pairs(cfg: Config, store, run: str, before: int) -> list[Pair]:

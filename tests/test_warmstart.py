@@ -3,6 +3,7 @@ the cache key, the accepted designs of expert iteration (no model needed)."""
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,73 @@ def test_expert_iteration_learns_only_new_accepted_designs(tmp_path):
         (pair,) = ws.accepted_pairs(CFG, store, "r", before=1)
     assert pair.prompt == [{"role": "user", "content": "A"}]
     assert pair.target == ws.assistant_target(src, PREFILL)
+
+
+def test_latest_checkpoint_is_a_warm_start_that_ran_after_the_last_generation(tmp_path):
+    from spade_tasks.config import RunConfig
+    from spade_tasks.runtime import Runtime
+
+    cfg = Config(run=RunConfig(name="r", root=tmp_path))
+    with Store(tmp_path / "s.duckdb") as store:
+        rt = Runtime(cfg, store)
+        assert rt.latest_checkpoint() is None
+        rt.mark_stage(0, "warmstart", {"checkpoint": "/cache/ws"}, 1.0)
+        assert rt.latest_checkpoint() == "/cache/ws"  # generation 0 designs with it
+        rt.finish_generation(0, "/run/gen-0", {}, None)
+        assert rt.latest_checkpoint() == "/run/gen-0"
+        rt.mark_stage(1, "warmstart", {"warmstart_skipped": "no accepted design yet"}, 0.0)
+        assert rt.latest_checkpoint() == "/run/gen-0"
+        rt.mark_stage(2, "warmstart", {"checkpoint": "/run/warmstart-2"}, 1.0)
+        rt.finish_generation(1, "/run/gen-1", {}, None)
+        assert rt.latest_checkpoint() == "/run/warmstart-2"
+
+
+def test_warm_start_stage_is_off_for_the_fixed_baseline_and_when_disabled(tmp_path):
+    from spade_tasks.config import RunConfig
+    from spade_tasks.runtime import Runtime
+
+    with Store(tmp_path / "s.duckdb") as store:
+        off = Runtime(Config(run=RunConfig(root=tmp_path)), store)
+        assert ws.warmstart_stage(off, 0) == {"warmstart_skipped": "off"}
+        fixed = Runtime(CFG.model_copy(update={"designer": DesignerConfig(mode="fixed")}), store)
+        assert ws.warmstart_stage(fixed, 0) == {"warmstart_skipped": "off"}
+        later = Runtime(CFG.model_copy(update={"run": RunConfig(name="r", root=tmp_path),
+                                               "warmstart": WarmstartConfig(
+                                                   enabled=True, accepted_steps=2)}), store)
+        later.finish_generation(0, "/run/gen-0", {}, None)
+        assert ws.warmstart_stage(later, 1) == {"warmstart_skipped": "no accepted design yet"}
+
+
+@pytest.mark.slow
+def test_spade_warmstart_trains_then_reuses_its_cached_checkpoint(tmp_path):
+    """One real supervised step through the command, then the same command again: the
+    second finds the checkpoint by content and trains nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.test_flow import REPO
+
+    cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
+    cfg["run"].update(root=str(tmp_path / "runs"))
+    cfg["corpus"] = {"max_words": 20}
+    # Only the shortest seed programs fit 500 tokens: one pair, one step.
+    cfg["designer"].update(max_new_tokens=500)
+    cfg["warmstart"] = {"enabled": True, "steps": 1, "docs_per_program": 1}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    env = dict(os.environ, SPADE_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, "-m", "spade_tasks.cli", "warmstart", "--config", str(path), "--json"]
+    first = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr[-3000:]
+    one = json.loads(first.stdout.strip().splitlines()[-1])
+    assert one["warmstart_steps"] == 1 and not one["warmstart_cached"]
+    assert one["warmstart_pairs"] >= 1 and one["warmstart_loss_first"] > 0
+    ckpt = Path(one["checkpoint"])
+    assert (ckpt / "config.json").is_file() and ckpt.parent == tmp_path / "cache" / "warmstart"
+    second = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    two = json.loads(second.stdout.strip().splitlines()[-1])
+    assert two["warmstart_cached"] and two["checkpoint"] == one["checkpoint"]
+    assert two["warmstart_losses"] == one["warmstart_losses"]
