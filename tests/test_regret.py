@@ -200,6 +200,7 @@ def test_advantages_are_finite_for_tiny_spread():
 
 from spade_tasks.regret import (  # noqa: E402
     REJECTION_STAGES, check_name, contract_fraction, graded_rejection, lowest_accepted,
+    score_stage,
     parsed_fraction, rejection_progress, rejection_reward)
 
 _GOOD = '''import random
@@ -291,3 +292,40 @@ def test_rejection_reward_by_name():
         rejection_reward("nope", [], None)
     with pytest.raises(ConfigError, match="negative"):
         rejection_reward("constant", [], None, constant=0.0)
+
+
+def test_score_stage_grades_rejected_designs_below_accepted_ones(tmp_path):
+    """The flow's stage on hand-made rows: an accepted design's regret, graded rewards for
+    the rejected ones (the further a design got, the more it earns), then the designer's
+    group has spread even with one accepted design."""
+    from spade_tasks.config import Config, DesignerConfig, RunConfig
+    from spade_tasks.runtime import Runtime
+    from spade_tasks.store import Store
+
+    def design(idx, env_id, accepted, reasons, completion):
+        return {"run": "r", "generation": 0, "design_idx": idx, "doc_id": None,
+                "setting": "games", "prompt": "[]", "completion": completion,
+                "prompt_token_ids": [1], "token_ids": [2], "logprobs": [0.0],
+                "env_id": env_id, "accepted": accepted, "reasons": reasons, "reward": None}
+
+    cfg = Config(run=RunConfig(name="r", root=tmp_path), designer=DesignerConfig(reward="regret"))
+    with Store(tmp_path / "s.duckdb") as store:
+        store.replace_rows("designs", {"run": "r", "generation": 0}, [
+            design(0, "e1", True, [], "```python\n" + _GOOD + "```"),
+            design(1, None, False, ["parse: no python code block"], "Once upon a time"),
+            design(2, None, False, ["parse: line 2: never closed"], "```python\nclass XEnv:\n  x = (\n"),
+            design(3, None, False, ["oracle_feasible: no"], "```python\n" + _GOOD + "```"),
+        ])
+        store.replace_rows("episodes", {"run": "r", "generation": 0}, [
+            {"run": "r", "generation": 0, "episode_id": f"{h}{k}", "env_id": "e1",
+             "with_hint": h, "return": r} for k, (h, r) in enumerate(
+                [(False, 0.0), (False, 1.0), (True, 1.0), (True, 1.0)])])
+        out = score_stage(Runtime(cfg, store), 0)
+        rewards = [r["reward"] for r in store.rows(
+            "SELECT reward FROM designs WHERE run = 'r' ORDER BY design_idx")]
+    assert out["regret_mean"] == pytest.approx(0.5)
+    assert rewards[0] == pytest.approx(0.5)
+    assert rewards[1] < rewards[2] < rewards[3] < lowest_accepted("regret") <= rewards[0]
+    constant = Config(run=RunConfig(name="r2", root=tmp_path),
+                      designer=DesignerConfig(rejected_reward="constant", rejected_constant=-0.5))
+    assert constant.designer.rejected_constant == -0.5
