@@ -44,13 +44,69 @@ def cmd_validate(args) -> int:
     sandbox = _sandbox(cfg)
     all_ok = True
     for path in paths:
-        report = validate_path(path, sandbox, cfg.validation)
+        report = validate_path(path, sandbox, cfg.validation, run_all=args.all,
+                               allow_unverified=cfg.designer.allow_unverified_pool)
         all_ok &= report.accepted
         if args.json:
             print(json.dumps(report.to_json()), flush=True)
         else:
             verdict = "ACCEPTED" if report.accepted else "REJECTED"
             print(f"{verdict} {path} [{report.class_name or '?'}, sandbox tier {report.tier}]")
+            if args.all:
+                for c in report.checks:
+                    print(f"  {c.status:4} {c.name:18} {c.seconds:6.2f} s  {c.detail}")
+            else:
+                for reason in report.reasons:
+                    print(f"  - {reason}")
+            sys.stdout.flush()
+    return 0 if all_ok else 1
+
+
+def cmd_import(args) -> int:
+    import os
+    import tempfile
+
+    from spade_tasks.config import load_config
+    from spade_tasks.interop import convert_file, output_path
+    from spade_tasks.validation import validate_source
+
+    cfg = load_config(args.config)
+    paths = _existing_files(args.paths)
+    into = Path(args.into)
+    if into.exists() and not into.is_dir():
+        raise UserError(f"{into}: not a directory")
+    converted = [convert_file(p, args.format) for p in paths]  # every input parses first
+    sandbox = _sandbox(cfg)
+    into.mkdir(parents=True, exist_ok=True)
+    all_ok, taken = True, set()
+    for conv in converted:
+        out = output_path(conv, into, taken)
+        taken.add(out)
+        # Imported programs go to a fixed pool: one without an oracle passes
+        # oracle_missing here, feasibility-unverified; the pool uses it only with
+        # `designer.allow_unverified_pool: true`.
+        report = validate_source(conv.program, sandbox, cfg.validation, str(out),
+                                 allow_unverified=True)
+        all_ok &= report.accepted
+        written = None
+        if report.accepted:  # only programs that pass reach the folder (a pool reads it)
+            fd, tmp = tempfile.mkstemp(dir=into, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(conv.program)
+            os.replace(tmp, out)
+            written = str(out)
+        feasibility = ("verified" if report.meta and report.meta.has_oracle and report.accepted
+                       else "unverified")
+        row = report.to_json() | {"source": conv.source(), "written": written,
+                                  "changes": conv.changes, "feasibility": feasibility}
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            verdict = "IMPORTED" if report.accepted else "REJECTED"
+            print(f"{verdict} {conv.path} -> {written or '(not written)'} "
+                  f"[{report.class_name or '?'}, feasibility {feasibility}]")
+            for line in conv.changes:
+                print(f"  * {line}")
             for reason in report.reasons:
                 print(f"  - {reason}")
             sys.stdout.flush()
@@ -68,11 +124,21 @@ def cmd_play(args) -> int:
     if class_name is None:
         raise UserError(f"{path}: not an environment program (run `spade validate {path}`)")
     sandbox = _sandbox(cfg)
-    with sandbox.open(source, class_name, {"max_turns": 10}) as ep:
+    with sandbox.open(source, class_name, {}) as ep:  # the program's own max_turns
         if not ep.load_result.ok:
             raise SpadeError(f"{path}: {ep.load_result.error}")
         max_turns = ep.meta.max_turns or 10
-    if args.policy == "oracle":
+    if args.actions_file is not None:
+        # One action per line, replayed in order; the episode ends when they run out.
+        (actions_path,) = _existing_files([args.actions_file])
+        actions = actions_path.read_text(encoding="utf-8").splitlines()
+        replay = iter(actions)
+
+        def policy(ep, obs):
+            return next(replay, None)
+
+        max_turns = min(max_turns, len(actions))
+    elif args.policy == "oracle":
         policy = oracle_policy
     else:
         from spade_tasks.agent import model_policy
@@ -85,7 +151,8 @@ def cmd_play(args) -> int:
         print(json.dumps({"path": str(path), "seed": args.seed, "return": p.ret,
                           "turns": p.turns, "terminated": p.terminated}))
         return 0
-    print(f"== {path} ({class_name}), seed {args.seed}, policy {args.policy}")
+    who = f"actions from {args.actions_file}" if args.actions_file else f"policy {args.policy}"
+    print(f"== {path} ({class_name}), seed {args.seed}, {who}")
     print(f"[observation]\n{p.observations[0]}")
     if p.hint is not None:
         print(f"[hint]\n{p.hint}")
@@ -170,6 +237,10 @@ def cmd_envs_show(args) -> int:
             print(f"== {e['env_id']} {e['class_name']} ({e['origin']}, run {run_dir.name}, "
                   f"generation {e['generation']})")
             print(f"file: {e['path']}")
+            if e.get("feasibility_verified") is False:
+                print("feasibility: unverified (no oracle; designer.allow_unverified_pool)")
+            if e.get("flag"):
+                print(f"flagged: {e['flag']}")
             vals = store.rows("SELECT generation, accepted, reasons, tier FROM validations"
                               " WHERE env_id = ?", [e["env_id"]])
             for v in vals:
@@ -359,17 +430,37 @@ def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="spade", description="Self-play RL in model-written environments.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    v = sub.add_parser("validate", help="check environment programs against the contract")
+    v = sub.add_parser(
+        "validate", help="check environment programs against the contract",
+        description="Check environment programs against the contract (sandboxed). Exit "
+        "codes: 0 all accepted, 1 any rejected, 2 usage error, 3 internal error.")
     v.add_argument("paths", nargs="+", metavar="PATH")
     v.add_argument("--json", action="store_true", help="one JSON object per program")
+    v.add_argument("--all", action="store_true",
+                   help="run every check instead of stopping at the first failure")
     v.add_argument("--config", default=None, help="YAML config (sandbox and validation)")
     v.set_defaults(fn=cmd_validate)
+
+    im = sub.add_parser(
+        "import", help="convert programs from another format, write them into DIR, validate",
+        description="Convert environment programs written for the SPADE reference code "
+        "(--format reference) or GEM text games (--format gem) into programs of our "
+        "contract, validate each, and write the accepted ones into DIR. Exit codes: 0 all "
+        "accepted, 1 any rejected, 2 usage error, 3 internal error.")
+    im.add_argument("paths", nargs="+", metavar="PATH")
+    im.add_argument("--format", required=True, choices=["reference", "gem"])
+    im.add_argument("--into", required=True, metavar="DIR", help="folder for the converted programs")
+    im.add_argument("--json", action="store_true", help="one JSON object per program")
+    im.add_argument("--config", default=None, help="YAML config (sandbox and validation)")
+    im.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("play", help="play one episode of an environment program")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--policy", choices=["oracle"], default="oracle")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hint", action="store_true", help="show the privileged hint")
+    p.add_argument("--actions-file", default=None, metavar="FILE",
+                   help="replay these actions, one per line (instead of --policy)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--config", default=None)
     p.set_defaults(fn=cmd_play)
@@ -433,8 +524,24 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+INTERNAL_ERROR = 3
+"""Exit code of `spade validate`/`spade import` when the checker itself fails (no
+sandbox, a bug): distinct from 1, which says a program was rejected."""
+CHECKING_COMMANDS = ("validate", "import")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in CHECKING_COMMANDS:
+        try:
+            return _main(args)
+        except Exception as e:  # a checker fault must not read as "rejected" (exit 1)
+            print(f"spade: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+            return INTERNAL_ERROR
+    return _main(args)
+
+
+def _main(args) -> int:
     try:
         return args.fn(args)
     except UserError as e:
@@ -442,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except SpadeError as e:
         print(f"spade: error: {e}", file=sys.stderr)
-        return e.exit_code
+        return INTERNAL_ERROR if args.command in CHECKING_COMMANDS else e.exit_code
     except KeyboardInterrupt:
         print("spade: interrupted", file=sys.stderr)
         return 130

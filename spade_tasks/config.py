@@ -84,6 +84,12 @@ class ValidationConfig(_Section):
     """Largest ``max_turns`` an environment may declare."""
     probe_long_chars: int = Field(20000, ge=100, le=1_000_000)
     """Length of the 'very long' probe action."""
+    max_call_seconds: float = Field(2.0, gt=0, le=600)
+    """Longest any one reset/step/hint/oracle call may take during validation
+    (resource_bounds); well under the sandbox's hard call deadline."""
+    max_peak_memory_mb: int = Field(512, ge=16, le=65536)
+    """Largest resident memory a worker may reach during validation (resource_bounds);
+    below the sandbox's address-space limit, which kills outright."""
 
 
 class CorpusConfig(_Section):
@@ -107,6 +113,10 @@ class DesignerConfig(_Section):
                               REPO_ROOT / "environments_store" / "reasoning_gym"]
     """Folders of environment programs forming the pool in ``fixed`` mode (seeds and
     the wrapped Reasoning Gym generators by default)."""
+    allow_unverified_pool: bool = False
+    """Let ``fixed_pool`` programs without oracle()/solution() in (a pool imported from
+    elsewhere); they are recorded as feasibility-unverified. Designed programs always
+    need an oracle (``oracle_missing``)."""
     setting: Literal["games", "tool_use"] = "games"
     """What the designer writes: reasoning games, or tool-use environments."""
     designs_per_generation: int = Field(4, ge=1, le=4096)

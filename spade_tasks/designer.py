@@ -10,6 +10,7 @@ Stages, each a plain function a flow task wraps:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import time
@@ -57,6 +58,8 @@ class Design:
     record: EnvRecord | None = None
     tier: str | None = None
     seconds: float = 0.0
+    fingerprint: str | None = None
+    """The validator's behaviour fingerprint of an accepted program."""
 
     @property
     def env_id(self) -> str | None:
@@ -193,11 +196,11 @@ def _validate_one(d: Design, sandbox, vcfg: ValidationConfig, run: str | None,
     t0 = time.perf_counter()
     report = validate_source(d.source, sandbox, vcfg)
     d = replace(d, accepted=report.accepted, reasons=list(report.reasons), tier=report.tier,
-                seconds=time.perf_counter() - t0)
+                seconds=time.perf_counter() - t0, fingerprint=report.fingerprint)
     if report.accepted:
         # path is filled in by record_designs, which writes the file.
         d.record = record_from_meta(d.source, report.meta, "designed", "", run, generation,
-                                    d.doc_id)
+                                    d.doc_id, report.fingerprint)
     return d
 
 
@@ -211,10 +214,69 @@ def validate_designs(designs: list[Design], sandbox, vcfg: ValidationConfig | No
         return list(pool.map(lambda d: _validate_one(d, sandbox, vcfg, run, generation), designs))
 
 
+# -- the duplicate rule (after the validator: it needs the pool) -----------------------
+
+
+def known_programs(store: Store, run: str, generation: int | None = None) -> list[EnvRecord]:
+    """What a new design must differ from: every seed, every environment the run's memory
+    ever held (the pool, evicted entries too), and the environments of other generations
+    designed in this run (the same generation's earlier attempt is a rerun, not a rival)."""
+    cols = [f.name for f in dataclasses.fields(EnvRecord)]
+    rows = store.rows(
+        f"SELECT {', '.join(cols)} FROM environments WHERE origin = 'seed'"
+        " OR env_id IN (SELECT env_id FROM memory WHERE run = ?)"
+        " OR (run = ? AND generation IS DISTINCT FROM ?) ORDER BY env_id",
+        [run, run, generation])
+    return [EnvRecord(**r) for r in rows]
+
+
+def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -> str | None:
+    """``"duplicate: ..."`` when ``rec`` is a known program: the same text (its env_id),
+    near the same text (shingle similarity >= ``threshold``, as the memory measures it),
+    or the same behaviour (equal oracle transcripts on the validation seeds)."""
+    from spade_tasks.memory import features, jaccard
+
+    mine = features(rec.source, rec.doc)
+    for k in known:
+        name = f"{k.env_id} ({k.title or k.class_name})"
+        if k.env_id == rec.env_id:
+            return f"duplicate: the same program as {name}"
+        if rec.fingerprint and k.fingerprint == rec.fingerprint:
+            return f"duplicate: plays the same episodes as {name} (same oracle transcripts)"
+        sim = jaccard(mine, features(k.source, k.doc))
+        if sim >= threshold:
+            return f"duplicate: text similarity {sim:.2f} to {name} (limit {threshold:.2f})"
+    return None
+
+
+def refuse_duplicates(store: Store, run: str, generation: int, designs: list[Design],
+                      threshold: float) -> list[Design]:
+    """Apply the duplicate rule to the accepted designs, in order: each is compared with
+    the known programs and with the designs accepted before it in this batch. A duplicate
+    is rejected (it earns the rejected reward, never regret)."""
+    known = known_programs(store, run, generation)
+    out = []
+    for d in designs:
+        if d.accepted and d.record is not None:
+            why = duplicate_reason(d.record, known, threshold)
+            if why:
+                d = replace(d, accepted=False, reasons=[why], record=None)
+            else:
+                known.append(d.record)
+        out.append(d)
+    return out
+
+
 def record_designs(store: Store, run: str, generation: int, designs: list[Design],
-                   root: Path = STORE_ROOT) -> list[Design]:
-    """Write accepted programs (content-addressed) and their ``environments`` rows, and
-    replace this generation's ``designs`` and ``validations`` rows (rerun-safe)."""
+                   root: Path = STORE_ROOT, dedup_threshold: float | None = None) -> list[Design]:
+    """Refuse duplicates, write accepted programs (content-addressed) and their
+    ``environments`` rows (never over another's), and replace this generation's
+    ``designs`` and ``validations`` rows (rerun-safe). ``dedup_threshold`` defaults to
+    ``memory.dedup_threshold``'s default."""
+    from spade_tasks.config import MemoryConfig
+
+    threshold = MemoryConfig().dedup_threshold if dedup_threshold is None else dedup_threshold
+    designs = refuse_duplicates(store, run, generation, designs, threshold)
     out = []
     for d in designs:
         if d.accepted and d.record is not None:
@@ -301,7 +363,8 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
         backend = backend or make_backend(cfg.model)
         designs = design(backend, docs, examples, cfg, seed)
         designs = validate_designs(designs, sandbox, cfg.validation, run, gen)
-        designs = record_designs(store, run, gen, designs)
+        designs = record_designs(store, run, gen, designs,
+                                 dedup_threshold=cfg.memory.dedup_threshold)
         return summarize(run, gen, designs, time.perf_counter() - t0)
     finally:
         if owns_backend and backend is not None:
@@ -310,7 +373,8 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
 
 
 __all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_program", "design",
-           "validate_designs", "record_designs", "run_design", "next_generation", "summarize"]
+           "validate_designs", "record_designs", "run_design", "next_generation", "summarize",
+           "duplicate_reason", "known_programs", "refuse_duplicates"]
 
 
 # -- the flow's stages -----------------------------------------------------------------
@@ -325,7 +389,8 @@ def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
     cfg = rt.cfg
     if cfg.designer.mode == "fixed":
         # The fixed-environment baseline: the pool is the fixed programs, nothing is designed.
-        init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.fixed_pool)
+        init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.fixed_pool,
+                    allow_unverified=cfg.designer.allow_unverified_pool)
         return []
     init_memory(rt.store, rt.run, rt.sandbox, cfg.validation)
     seed = rt.seed(generation)
@@ -374,7 +439,7 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
     report = validate_source(source, Sandbox(sandbox_cfg), vcfg)
     meta = report.meta
     return {"accepted": report.accepted, "reasons": list(report.reasons), "tier": report.tier,
-            "seconds": time.perf_counter() - t0,
+            "seconds": time.perf_counter() - t0, "fingerprint": report.fingerprint,
             "meta": None if meta is None else {
                 "class_name": meta.class_name, "max_turns": meta.max_turns, "doc": meta.doc,
                 "has_hint": meta.has_hint, "has_oracle": meta.has_oracle}}
@@ -388,10 +453,11 @@ def apply_reports(rt, generation: int, designs: list[Design], reports: list[dict
     out = []
     for d, rep in zip(designs, reports):
         d = replace(d, accepted=rep["accepted"], reasons=list(rep["reasons"]), tier=rep["tier"],
-                    seconds=rep["seconds"])
+                    seconds=rep["seconds"], fingerprint=rep.get("fingerprint"))
         if rep["accepted"]:
             d.record = record_from_meta(d.source, ProgramMeta(**rep["meta"]), "designed", "",
-                                        rt.run, generation, d.doc_id)
+                                        rt.run, generation, d.doc_id, d.fingerprint)
         out.append(d)
-    out = record_designs(rt.store, rt.run, generation, out)
+    out = record_designs(rt.store, rt.run, generation, out,
+                         dedup_threshold=rt.cfg.memory.dedup_threshold)
     return [d.env_id for d in out if d.accepted]

@@ -38,6 +38,13 @@ class EnvRecord:
     run: str | None = None
     generation: int | None = None
     doc_id: str | None = None
+    feasibility_verified: bool | None = True
+    """False for a fixed-pool program without oracle() that opted out of
+    ``oracle_missing``: nobody showed that it can be won."""
+    fingerprint: str | None = None
+    """The validator's behaviour fingerprint (oracle transcripts on the validation seeds)."""
+    flag: str | None = None
+    """Why the environment left the pool after acceptance (``reward_overflow: ...``)."""
 
     def row(self) -> dict:
         return asdict(self)
@@ -53,10 +60,11 @@ def title_of(doc: str) -> str:
 
 def record_from_meta(source: str, meta: ProgramMeta, origin: str, path: str,
                      run: str | None = None, generation: int | None = None,
-                     doc_id: str | None = None) -> EnvRecord:
+                     doc_id: str | None = None, fingerprint: str | None = None) -> EnvRecord:
     return EnvRecord(env_id_of(source), source, meta.class_name, title_of(meta.doc), meta.doc,
                      meta.max_turns, meta.has_hint, meta.has_oracle, origin, path, run,
-                     generation, doc_id)
+                     generation, doc_id, feasibility_verified=meta.has_oracle,
+                     fingerprint=fingerprint)
 
 
 def write_program(source: str, run: str, root: Path = STORE_ROOT) -> Path:
@@ -73,8 +81,17 @@ def write_program(source: str, run: str, root: Path = STORE_ROOT) -> Path:
     return path
 
 
-def save_record(store: Store, rec: EnvRecord) -> None:
-    store.upsert("environments", rec.row())
+def save_record(store: Store, rec: EnvRecord) -> bool:
+    """Insert ``rec``'s row; an existing row of the same env_id is never overwritten (a
+    design identical to a seed must not turn the seed's row into its own). True if new."""
+    return store.insert_new("environments", rec.row())
+
+
+def flag_environment(store: Store, env_id: str, reason: str) -> None:
+    """Mark an accepted environment as misbehaving (the first reason stays); the memory
+    refuses and deactivates flagged environments."""
+    store.cursor().execute("UPDATE environments SET flag = ? WHERE env_id = ? AND flag IS NULL",
+                           [reason, env_id])
 
 
 def load_record(store: Store, env_id: str) -> EnvRecord | None:

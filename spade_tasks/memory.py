@@ -123,9 +123,12 @@ class PromptExamples:
 
 def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
                  folders: Path | Sequence[Path] = SEEDS_DIR,
-                 workers: int = SEED_VALIDATION_WORKERS) -> list[EnvRecord]:
+                 workers: int = SEED_VALIDATION_WORKERS,
+                 allow_unverified: bool = False) -> list[EnvRecord]:
     """The records of the programs in ``folders`` (the seeds by default), validating (in
-    the sandbox, a few at once) only those not yet in the store or the verdict cache."""
+    the sandbox, a few at once) only those not yet in the store or the verdict cache.
+    ``allow_unverified``: programs without oracle() pass, recorded feasibility-unverified
+    (``designer.allow_unverified_pool``, for a fixed pool imported from elsewhere)."""
     from spade_tasks.validation import validate_source_cached
 
     paths = [p for f in ([folders] if isinstance(folders, Path) else folders)
@@ -137,7 +140,8 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
     # (a reasoning-gym program's import alone takes about a second per worker).
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         reports = dict(zip(todo, pool.map(
-            lambda i: validate_source_cached(sources[i], sandbox, vcfg, str(paths[i])), todo)))
+            lambda i: validate_source_cached(sources[i], sandbox, vcfg, str(paths[i]),
+                                             allow_unverified=allow_unverified), todo)))
     out = []
     for i, (path, source) in enumerate(zip(paths, sources)):
         rec = cached[i]
@@ -145,20 +149,22 @@ def seed_records(store: Store, sandbox, vcfg: ValidationConfig | None = None,
             report = reports[i]
             if not report.accepted:
                 raise SeedRejected(f"seed {path}: rejected: {'; '.join(report.reasons)}")
-            rec = record_from_meta(source, report.meta, "seed", str(path))
+            rec = record_from_meta(source, report.meta, "seed", str(path),
+                                   fingerprint=report.fingerprint)
             save_record(store, rec)
         out.append(rec)
     return out
 
 
 def init_memory(store: Store, run: str, sandbox, vcfg: ValidationConfig | None = None,
-                folders: Path | Sequence[Path] = SEEDS_DIR) -> list[EnvRecord]:
+                folders: Path | Sequence[Path] = SEEDS_DIR,
+                allow_unverified: bool = False) -> list[EnvRecord]:
     """Put the programs of ``folders`` (the seeds by default; the fixed pool in the
     baseline) into the run's memory (once; existing entries keep their stats)."""
-    recs = seed_records(store, sandbox, vcfg, folders)
+    recs = seed_records(store, sandbox, vcfg, folders, allow_unverified=allow_unverified)
     have = {r["env_id"] for r in store.rows("SELECT env_id FROM memory WHERE run = ?", [run])}
     for rec in recs:
-        if rec.env_id not in have:
+        if rec.env_id not in have and not rec.flag:  # a flagged program stays out of every run
             store.upsert("memory", _new_row(run, rec.env_id, SEED_GENERATION))
     return recs
 
@@ -172,7 +178,8 @@ def _new_row(run: str, env_id: str, generation: int) -> dict:
 # -- reading -------------------------------------------------------------------------
 
 _ENV_COLS = ("env_id", "source", "class_name", "title", "doc", "max_turns", "has_hint",
-             "has_oracle", "origin", "path", "run", "generation", "doc_id")
+             "has_oracle", "origin", "path", "run", "generation", "doc_id",
+             "feasibility_verified", "fingerprint", "flag")
 
 
 def entries(store: Store, run: str, active_only: bool = True) -> list[MemoryEntry]:
@@ -328,6 +335,8 @@ def add(store: Store, run: str, rec: EnvRecord, generation: int,
     """Add an accepted environment unless it is already in the run's memory (same id,
     active or evicted) or a near-duplicate of an active entry; then enforce capacity."""
     cfg = cfg or MemoryConfig()
+    if rec.flag:
+        return AddResult(False, rec.flag)
     if store.rows("SELECT 1 FROM memory WHERE run = ? AND env_id = ?", [run, rec.env_id]):
         return AddResult(False, "duplicate: already in the memory", rec.env_id, 1.0)
     other, sim = most_similar(rec, [e.record for e in entries(store, run)])
@@ -377,6 +386,18 @@ def update_stats(store: Store, run: str, generation: int, stats_by_env: Mapping,
     return enforce_capacity(store, run, cfg)
 
 
+def drop_flagged(store: Store, run: str) -> list[str]:
+    """Deactivate the run's entries whose environment was flagged (e.g. it paid past 1.0
+    in a rollout); returns their ids. They stay as rows, out of the pool and prompts."""
+    ids = [r["env_id"] for r in store.rows(
+        "SELECT m.env_id FROM memory m JOIN environments e USING (env_id)"
+        " WHERE m.run = ? AND m.active AND e.flag IS NOT NULL ORDER BY m.env_id", [run])]
+    for env_id in ids:
+        store.cursor().execute("UPDATE memory SET active = false WHERE run = ? AND env_id = ?",
+                               [run, env_id])
+    return ids
+
+
 def _keep_priority(e: MemoryEntry, cfg: MemoryConfig) -> tuple:
     tier = 2 if _in_band(e, cfg) else (1 if not e.played else 0)
     return (e.record.origin == "seed", tier, e.regret if e.regret is not None else 0.0,
@@ -404,7 +425,8 @@ def enforce_capacity(store: Store, run: str, cfg: MemoryConfig,
 __all__ = ["MemoryEntry", "EnvStats", "AddResult", "PromptExamples", "SeedRejected",
            "seed_records", "init_memory", "entries", "existing_titles", "positive_examples",
            "negative_examples", "prompt_examples", "pool_sample", "features", "jaccard",
-           "most_similar", "diversity", "add", "update_stats", "enforce_capacity"]
+           "most_similar", "diversity", "add", "update_stats", "enforce_capacity",
+           "drop_flagged"]
 
 
 # -- the flow's stage ------------------------------------------------------------------
@@ -423,6 +445,7 @@ def update_stage(rt, generation: int) -> dict:
         res = add(store, run, rec, generation, cfg)
         added += res.added
         refused += not res.added
+    drop_flagged(store, run)
     regrets = store.rows("SELECT * FROM regrets WHERE run = ? AND generation = ?",
                          [run, generation])
     evicted = update_stats(store, run, generation, {r["env_id"]: r for r in regrets}, cfg)

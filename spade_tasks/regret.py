@@ -204,17 +204,20 @@ GRADED_SPAN = 1.0
 """Distance between the worst and the best rejected reward."""
 
 REJECTION_STAGES: tuple[str, ...] = (
-    "no_code", "parse", "env_class", "imports", "load", "limits", "max_turns",
-    "reset_return", "step_return", "max_return", "reward_overflow", "oracle_missing",
-    "oracle_feasible", "determinism", "seed_ignored", "non_trivial", "hint", "gymnasium",
+    "no_code", "parse", "env_class", "imports", "load", "max_turns", "limits",
+    "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
+    "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
+    "non_trivial", "floor_gap", "reward_well_formed", "hint", "resource_bounds",
 )
-"""The validator's checks in the order a program meets them (validation.STATIC_CHECKS
-then DYNAMIC_CHECKS; ``limits`` is any call that broke a time or memory limit, met
-first by the probe episodes). A rejection's progress is its check's position here."""
-GAMING_CHECKS = frozenset({"duplicate", "hint_leak"})
+"""The validator's checks in the order a program meets them (``validation.check_names()``;
+a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
+first by the probe actions). A rejection's progress is its check's position here."""
+GAMING_CHECKS = frozenset({"duplicate", "hint_leak", "reward_overflow"})
 """Rejections that mean the design tried to earn without a new, honest environment:
 they earn the floor, never credit for getting far (a copied seed gets through every
-other check)."""
+other check; a leaked hint or a reward past 1.0 buys regret)."""
+FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
+"""The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")
 
 CONTRACT_PARTS: tuple[tuple[str, str], ...] = (
@@ -425,8 +428,12 @@ def score_stage(rt, generation: int) -> dict:
     baseline = last.get("baseline_win_rate")
     if prev is not None:
         baseline = update_baseline(baseline, prev)
+    # An environment that paid past 1.0 in this generation's rollout (flagged there) is
+    # not measured: its design earns the rejected reward below, and the memory drops it.
+    flagged = {r["env_id"] for r in store.rows(
+        "SELECT env_id FROM environments WHERE flag IS NOT NULL")}
     stats = {env: design_stats(arms[True], arms[False], baseline)
-             for env, arms in by_env.items() if arms[True] and arms[False]}
+             for env, arms in by_env.items() if arms[True] and arms[False] and env not in flagged}
     if baseline is None and stats:
         baseline = update_baseline(None, sum(s.win_rate_without_hint for s in stats.values())
                                    / len(stats))
@@ -446,15 +453,20 @@ def score_stage(rt, generation: int) -> dict:
     cur = store.cursor()
     cur.execute("BEGIN TRANSACTION")
     for d in designs:
-        if d["accepted"] and d["env_id"] not in stats:
+        if d["accepted"] and d["env_id"] in flagged:
+            r = _rejected_design_reward(cfg.designer, [FLAGGED_REASON], d["completion"])
+        elif d["accepted"] and d["env_id"] not in stats:
             # Accepted but not measured (no hint could be written for it this generation):
-            # neither rewarded nor punished.
-            r = 0.0
+            # no reward at all (NULL), so it stays out of the designer's group
+            # normalisation; a 0.0 next to rejected designs' negative rewards would be a
+            # positive advantage for an environment nobody measured.
+            r = None
         elif d["accepted"]:
             r = designer_reward(stats.get(d["env_id"]), name, rejected)
         else:
             r = _rejected_design_reward(cfg.designer, d["reasons"], d["completion"])
-        rewards.append(r)
+        if r is not None:
+            rewards.append(r)
         cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"
                     " design_idx = ?", [r, run, generation, d["design_idx"]])
     cur.execute("COMMIT")

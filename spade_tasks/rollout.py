@@ -17,7 +17,13 @@ returned them, which is what the trainer consumes. An episode ends with one
 - ``context``: the next prompt plus ``cfg.max_new_tokens`` would not fit in
   ``cfg.max_context_tokens`` (so every stored sequence fits the trainer's budget);
 - ``env_fault:<kind>``: a sandbox call failed (kind: timeout, memory, crash,
-  exception, protocol, bad_return); the rewards so far count.
+  exception, protocol, bad_return); the rewards so far count;
+- ``hint_refused``: the environment's own ``hint()`` contains the oracle's answer for
+  this episode (the leak rule of ``hints.leaks``); the episode is not played with it.
+
+An episode's return is its reward total capped to [-1, 1] (``validation.capped_return``,
+the same function the validator and ``spade play`` use); an episode whose total exceeds
+1.0 is reported by ``overflowing`` so the stage flags its environment (``reward_overflow``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import math
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +43,11 @@ import pyarrow as pa
 from spade_tasks.config import RolloutConfig
 from spade_tasks.environments import EnvRecord
 from spade_tasks.errors import SpadeError
+from spade_tasks.hints import leaks
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.store import Store
-from spade_tasks.validation import EPS, RETURN_FLOOR, SOLVED
+from spade_tasks.validation import EPS, RETURN_CAP, SOLVED, capped_return
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 HINT_FORMAT = "{observation}\n\nHint: {hint}"
@@ -114,8 +121,13 @@ class EpisodeResult:
 
     @property
     def ret(self) -> float:
-        """The return: the reward total, floored at -1."""
-        return max(RETURN_FLOOR, self.total)
+        """The return: the reward total capped to [-1, 1]."""
+        return capped_return(self.total)
+
+    @property
+    def overflow(self) -> bool:
+        """The environment paid past 1.0 in this episode (``reward_overflow``)."""
+        return self.total > RETURN_CAP + EPS
 
     @property
     def solved(self) -> bool:
@@ -153,7 +165,7 @@ def _check_inputs(envs: Sequence[EnvRecord], hints: dict[str, str] | None) -> No
 
 
 def _start(sandbox: Sandbox, live: _Live, system_prompt: str, hints: dict[str, str],
-           opened: list[Episode]) -> None:
+           opened: list[Episode], answers: Mapping[str, Sequence[str]]) -> None:
     """Open the worker, reset, fetch the hint; a fault ends the episode at turn 0."""
     rec, res = live.record, live.result
     ep = sandbox.open(rec.source, rec.class_name, {"max_turns": rec.max_turns})
@@ -166,13 +178,19 @@ def _start(sandbox: Sandbox, live: _Live, system_prompt: str, hints: dict[str, s
         return live.end(f"env_fault:{r.kind}", r.error)
     live.observation = first = r.value[0]
     if res.with_hint:
-        if rec.has_hint:
+        if rec.env_id in hints:  # supplied: a model hint, or one checked beforehand
+            res.hint = hints[rec.env_id]
+        else:
             h = ep.hint()
             if not h.ok:
                 return live.end(f"env_fault:{h.kind}", h.error)
+            # Never shown raw: the environment's own hint passes the same leak rule as a
+            # model-written one, or the episode is not played with it.
+            leaked = leaks(h.value or "", answers.get(rec.env_id, ()))
+            if leaked:
+                return live.end("hint_refused",
+                                f"hint_leak: hint() contains the oracle's answer {leaked!r}")
             res.hint = h.value
-        else:
-            res.hint = hints[rec.env_id]
         first = HINT_FORMAT.format(observation=first, hint=res.hint)
     live.messages = [{"role": "system", "content": system_prompt},
                      {"role": "user", "content": first}]
@@ -201,11 +219,15 @@ def _advance(live: _Live, c: Completion) -> None:
 
 def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: RolloutConfig,
             seed: int, hints: dict[str, str] | None = None, system_prompt: str | None = None,
-            sampling: SamplingParams | None = None) -> list[EpisodeResult]:
+            sampling: SamplingParams | None = None,
+            answers: Mapping[str, Sequence[str]] | None = None) -> list[EpisodeResult]:
     """Play every environment ``cfg.episodes_per_env`` times without and as many times
     with its hint, all episodes in lockstep; results in (env, k, no hint / hint) order.
 
-    ``hints`` supplies the hint of environments without ``hint()``; ``sampling`` gives
+    ``hints`` supplies the hint of environments without ``hint()`` (and replaces the
+    ``hint()`` of those listed); ``answers`` holds each environment's oracle answers,
+    against which an environment's own ``hint()`` is checked before it is shown (a
+    leaking hint ends its episode as ``hint_refused``); ``sampling`` gives
     temperature/top-p/stop (``max_new_tokens`` comes from ``cfg``, the seed from ``seed``
     and the turn). Every sandbox worker is closed on return or on any exception.
     """
@@ -223,7 +245,8 @@ def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: 
     opened: list[Episode] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(live)))) as pool:
-            list(pool.map(lambda lv: _start(sandbox, lv, system_prompt, hints or {}, opened), live))
+            list(pool.map(lambda lv: _start(sandbox, lv, system_prompt, hints or {}, opened,
+                                            answers or {}), live))
             active = [lv for lv in live if lv.result.end_reason is None]
             turn = 0
             while active:
@@ -316,7 +339,19 @@ def record_episodes(store: Store, run: str, generation: int,
 
 
 __all__ = ["EpisodeResult", "Turn", "RolloutError", "rollout", "record_episodes",
-           "episode_rows", "episode_seed", "episode_id", "agent_system_prompt", "HINT_FORMAT"]
+           "episode_rows", "episode_seed", "episode_id", "agent_system_prompt", "HINT_FORMAT",
+           "overflowing"]
+
+
+def overflowing(results: Sequence[EpisodeResult]) -> dict[str, str]:
+    """``env_id -> "reward_overflow: ..."`` for environments that paid past 1.0 in any
+    episode (their episodes count capped; the environment then leaves the pool)."""
+    out: dict[str, str] = {}
+    for r in results:
+        if r.overflow and r.env_id not in out:
+            out[r.env_id] = (f"reward_overflow: episode {r.episode_id} (seed {r.seed}) paid "
+                             f"{r.total:g} in total, past 1.0")
+    return out
 
 
 # -- the flow's stage ---------------------------------------------------------------------
@@ -326,7 +361,7 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     """Play this generation's accepted environments plus a sample of the memory pool,
     without and with hints, and record every episode and turn."""
     from spade_tasks import memory, progress
-    from spade_tasks.environments import load_record
+    from spade_tasks.environments import flag_environment, load_record
     from spade_tasks.hints import model_hints, probe
 
     cfg, store, run = rt.cfg, rt.store, rt.run
@@ -336,12 +371,17 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
                               exclude=[r.env_id for r in new])
     envs = new + pool
     backend = rt.backend()
-    # Environments without hint() get a model-written hint, refused when it contains
-    # the oracle's answer on any of this generation's episode seeds.
-    need = [r for r in envs if not r.has_hint]
-    answers = {r.env_id: [a for k in range(cfg.rollout.episodes_per_env)
-                          if (a := probe(rt.sandbox, r, episode_seed(seed, r.env_id, k)).answer)]
-               for r in need}
+    # The oracle's answers on this generation's episode seeds (and each hint() there):
+    # no hint that contains one is shown, whoever wrote it. Environments without hint(),
+    # or whose hint() leaks or fails on any of the seeds, get a model-written hint,
+    # refused in turn when it leaks.
+    probes = {r.env_id: [probe(rt.sandbox, r, episode_seed(seed, r.env_id, k))
+                         for k in range(cfg.rollout.episodes_per_env)] for r in envs}
+    answers = {env: [p.answer for p in ps if p.answer] for env, ps in probes.items()}
+    refused = [r for r in envs if r.has_hint and any(
+        not (p.env_hint or "").strip() or leaks(p.env_hint, answers[r.env_id])
+        for p in probes[r.env_id])]
+    need = [r for r in envs if not r.has_hint] + refused
     written = model_hints(backend, need, seed, answers) if need else {}
     hints = {env: h.text for env, h in written.items() if h.text}
     # Without a hint the two arms are the same game and regret is not measured: such an
@@ -352,14 +392,20 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     t0 = time.perf_counter()
     with progress.stage("rollout", total=n_episodes) as bar:
         results = rollout(backend, rt.sandbox, envs, cfg.rollout, seed, hints,
-                          sampling=SamplingParams.from_config(cfg.model))
+                          sampling=SamplingParams.from_config(cfg.model), answers=answers)
         tokens = sum(len(t.token_ids) for r in results for t in r.turns)
         bar.advance(len(results), tokens)
     seconds = time.perf_counter() - t0
     record_episodes(store, run, generation, results)
+    # A program that paid past 1.0 leaves the pool (its episodes counted capped).
+    overflow = overflowing(results)
+    for env_id, why in overflow.items():
+        flag_environment(store, env_id, why)
+    memory.drop_flagged(store, run)
     return {"episodes": len(results), "environments": [r.env_id for r in envs],
             "environments_new": len(new), "environments_pool": len(pool),
             "hints_model": len(hints), "hints_dropped": len(unhinted),
+            "hints_env_refused": len(refused), "environments_overflow": sorted(overflow),
             "environments_unhinted": unhinted,
             "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
             "end_reasons": dict(Counter(r.end_reason for r in results))}

@@ -41,7 +41,12 @@ CREATE TABLE IF NOT EXISTS validations (
 CREATE TABLE IF NOT EXISTS environments (
     env_id VARCHAR PRIMARY KEY, run VARCHAR, generation INTEGER, origin VARCHAR,
     path VARCHAR, class_name VARCHAR, title VARCHAR, doc VARCHAR, source VARCHAR,
-    max_turns INTEGER, has_hint BOOLEAN, has_oracle BOOLEAN, doc_id VARCHAR);
+    max_turns INTEGER, has_hint BOOLEAN, has_oracle BOOLEAN, doc_id VARCHAR,
+    feasibility_verified BOOLEAN, fingerprint VARCHAR, flag VARCHAR);
+-- Columns added after the first release: files made before them gain them here.
+ALTER TABLE environments ADD COLUMN IF NOT EXISTS feasibility_verified BOOLEAN;
+ALTER TABLE environments ADD COLUMN IF NOT EXISTS fingerprint VARCHAR;
+ALTER TABLE environments ADD COLUMN IF NOT EXISTS flag VARCHAR;
 CREATE TABLE IF NOT EXISTS episodes (
     run VARCHAR, generation INTEGER, episode_id VARCHAR, env_id VARCHAR, seed BIGINT,
     with_hint BOOLEAN, hint VARCHAR, "return" DOUBLE, turns INTEGER, terminated BOOLEAN,
@@ -119,6 +124,17 @@ class Store:
         with self._lock:
             self.cursor().execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})",
                                   [_encode(row[c]) for c in cols])
+
+    def insert_new(self, table: str, row: dict) -> bool:
+        """Insert one row unless its primary key is taken (never replaces); True if new."""
+        cols = list(row)
+        names = ", ".join(f'"{c}"' for c in cols)
+        marks = ", ".join("?" for _ in cols)
+        with self._lock:
+            cur = self.cursor()
+            cur.execute(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({marks}) RETURNING 1",
+                        [_encode(row[c]) for c in cols])
+            return bool(cur.fetchall())
 
     # -- reads ---------------------------------------------------------------------------
     def rows(self, sql: str, params: Iterable = ()) -> list[dict]:

@@ -1,9 +1,17 @@
 """The environment checker: small named checks over one program, run in the sandbox.
 
 Each ``check_*`` returns a list of reasons (``"<check name>: <detail>"``); an empty list
-means the check passed. The same reason strings go to the designer's feedback, DuckDB
-and the tests. Static checks read the source; dynamic ones play episodes through
-``spade_tasks.sandbox`` and never execute the program in this process.
+means the check passed, and raising ``Skipped`` means it does not apply. The same reason
+strings go to the designer's feedback, DuckDB and the tests. Static checks read the
+source; dynamic ones play episodes through ``spade_tasks.sandbox`` and never execute the
+program in this process. The checks run in the order of ``STATIC_CHECKS`` then
+``DYNAMIC_CHECKS``, cheapest and most basic first: by default validation stops at the
+first failure (the flow validates every design), and how far a rejected design got in
+this order grades its reward. ``run_all`` runs every check and reports each one.
+
+Episodes are played once per validation and shared between checks (``Ctx.episode``):
+the oracle's episodes serve feasibility, replay and the floor players; each episode
+still runs in a fresh sandbox worker.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import math
 import os
 import platform
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +43,16 @@ ALLOWED_IMPORTS = frozenset({
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
+RETURN_CAP = SOLVED
 EPS = 1e-6
+
+
+def capped_return(total: float) -> float:
+    """An episode's return wherever episodes are played (validator, rollout, ``spade
+    play``): its reward total capped to [-1, 1]. The cap keeps an action the validator
+    never tried from paying past "solved" and inflating regret; the floor bounds what
+    penalties can cost."""
+    return min(RETURN_CAP, max(RETURN_FLOOR, total))
 
 
 @dataclass
@@ -57,6 +75,12 @@ class Played:
     truncated: bool = False
     error: str | None = None
     hint: str | None = None
+    label: str = ""
+    """Which player this was (``oracle``, ``empty``, ``probe 'long'``...), for reasons."""
+    call_seconds: list[tuple[str, float]] = field(default_factory=list)
+    """(call, seconds) of every reset/step/hint/oracle call, timed on the harness side."""
+    peak_mb: float | None = None
+    """The worker's peak resident memory over the episode (None where unknown)."""
 
     @property
     def total(self) -> float:
@@ -64,8 +88,8 @@ class Played:
 
     @property
     def ret(self) -> float:
-        """The episode's return: the reward total, floored at -1."""
-        return max(RETURN_FLOOR, self.total)
+        """The episode's return: the reward total capped to [-1, 1]."""
+        return capped_return(self.total)
 
     @property
     def turns(self) -> int:
@@ -74,6 +98,25 @@ class Played:
     @property
     def solved(self) -> bool:
         return self.total >= SOLVED - EPS
+
+
+class Skipped(Exception):
+    """Raised by a check that does not apply to this program; its message says why."""
+
+
+@dataclass
+class CheckResult:
+    """One check's outcome, as ``spade validate --json`` reports it."""
+
+    name: str
+    status: str
+    """``pass``, ``fail`` or ``skip``."""
+    detail: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail,
+                "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -86,10 +129,16 @@ class Report:
     tier: str
     class_name: str | None = None
     meta: ProgramMeta | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    """Every check run, in order (with ``run_all``, every check there is)."""
+    fingerprint: str | None = None
+    """Hash of the oracle's transcripts on the validation seeds (behaviour, not text):
+    two programs with the same fingerprint play the same episodes (``duplicate``)."""
 
     def to_json(self) -> dict:
         return {"path": self.path, "accepted": self.accepted, "reasons": self.reasons,
-                "tier": self.tier, "class_name": self.class_name}
+                "tier": self.tier, "class_name": self.class_name,
+                "checks": [c.to_json() for c in self.checks]}
 
 
 # Policies: given the episode and the last observation, return the next action text,
@@ -114,6 +163,12 @@ def oracle_policy(ep: Episode, obs: str) -> str | None:
     return r.value if r.ok else None
 
 
+def replay_policy(actions: list[str]) -> Policy:
+    """Plays a recorded action log, then empty text if the episode goes on."""
+    log = iter(list(actions))
+    return lambda ep, obs: next(log, "")
+
+
 PROBES = {
     "empty": "",
     "long": "x" * 20000,
@@ -126,38 +181,48 @@ PROBES = {
 def play(sandbox: Sandbox, source: str, class_name: str, seed: int | None,
          policy: Policy, max_turns: int, with_hint: bool = False) -> Played:
     """Play one episode in a fresh worker; faults end it with ``error`` set."""
-    p = Played(seed)
     with sandbox.open(source, class_name, {"max_turns": max_turns}) as ep:
         if not ep.load_result.ok:
-            p.error = ep.load_result.error
+            return Played(seed, error=ep.load_result.error)
+        p = play_in(ep, seed, policy, max_turns, with_hint)
+        p.peak_mb = ep.peak_memory_mb()
+    return p
+
+
+def play_in(ep: Episode, seed: int | None, policy: Policy, max_turns: int,
+            with_hint: bool = False) -> Played:
+    """Play one episode on an open worker (several may follow each other on one)."""
+    p = Played(seed)
+    r = ep.reset(seed)
+    p.call_seconds.append(("reset", r.seconds))
+    if not r.ok:
+        p.error = r.error
+        return p
+    obs = r.value[0]
+    if with_hint and ep.meta.has_hint:
+        h = ep.hint()
+        p.call_seconds.append(("hint", h.seconds))
+        if not h.ok:
+            p.error = h.error
             return p
-        r = ep.reset(seed)
+        p.hint = h.value
+    p.observations.append(obs)
+    for _ in range(max_turns):
+        action = policy(ep, obs)
+        if action is None:
+            p.error = "policy: the policy produced no action"
+            break
+        p.actions.append(action)
+        r = ep.step(action)
+        p.call_seconds.append(("step", r.seconds))
         if not r.ok:
             p.error = r.error
-            return p
-        obs = r.value[0]
-        if with_hint and ep.meta.has_hint:
-            h = ep.hint()
-            if not h.ok:
-                p.error = h.error
-                return p
-            p.hint = h.value
+            break
+        obs, reward, p.terminated, p.truncated, _ = r.value
         p.observations.append(obs)
-        for _ in range(max_turns):
-            action = policy(ep, obs)
-            if action is None:
-                p.error = "policy: the policy produced no action"
-                break
-            p.actions.append(action)
-            r = ep.step(action)
-            if not r.ok:
-                p.error = r.error
-                break
-            obs, reward, p.terminated, p.truncated, _ = r.value
-            p.observations.append(obs)
-            p.rewards.append(reward)
-            if p.terminated or p.truncated:
-                break
+        p.rewards.append(reward)
+        if p.terminated or p.truncated:
+            break
     return p
 
 
@@ -210,6 +275,8 @@ def check_imports(source: str, st: Static) -> list[str]:
             bad |= {a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS}
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
+            if mod == "__future__" and not node.level:
+                continue  # compiler directives (annotations as strings), not a module
             if node.level or mod.split(".")[0] not in ALLOWED_IMPORTS:
                 bad.add("." * node.level + mod)
     if bad:
@@ -234,14 +301,85 @@ class Ctx:
     class_name: str
     cfg: ValidationConfig
     meta: ProgramMeta | None = None
+    allow_unverified: bool = False
+    """A program from a fixed pool that opted out of ``oracle_missing``."""
+    played: list[Played] = field(default_factory=list)
+    """Every episode of this validation, in order (reward_well_formed and
+    resource_bounds look at all of them)."""
+    episodes: dict[tuple[str, int], Played] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    """What a passing check measured, shown as its detail."""
+    load_seconds: float = 0.0
 
     @property
     def max_turns(self) -> int:
         return self.meta.max_turns
 
-    def play(self, seed, policy, with_hint=False) -> Played:
-        return play(self.sandbox, self.source, self.class_name, seed, policy,
-                    self.max_turns, with_hint)
+    def play(self, seed, policy, with_hint=False, label="") -> Played:
+        p = play(self.sandbox, self.source, self.class_name, seed, policy,
+                 self.max_turns, with_hint)
+        p.label = label
+        self.played.append(p)
+        return p
+
+    def other_seed(self, seed: int) -> int:
+        """The next validation seed after ``seed`` (a different episode to borrow from)."""
+        seeds = self.cfg.seeds
+        if len(set(seeds)) < 2:
+            raise Skipped("needs two different validation seeds")
+        i = seeds.index(seed)
+        return next(s for s in seeds[i + 1:] + seeds[:i] if s != seed)
+
+    def episode(self, name: str, seed: int) -> Played:
+        """The named player's episode on ``seed``, played once per validation.
+
+        Players: ``oracle``; ``empty`` (empty text); ``echo`` (repeats the observation);
+        ``repeat_first`` (another seed's first oracle action, every turn) and
+        ``other_oracle`` (another seed's oracle actions): well-formed but uninformed."""
+        key = (name, seed)
+        if key not in self.episodes:
+            if name == "oracle":
+                policy = oracle_policy
+            elif name == "empty":
+                policy = empty_policy
+            elif name == "echo":
+                policy = echo_policy
+            elif name == "oracle_replay":  # the oracle's actions, without calling oracle()
+                policy = replay_policy(self.episode("oracle", seed).actions)
+            else:
+                donor = self.episode("oracle", self.other_seed(seed))
+                if donor.error or not donor.actions:
+                    raise Skipped(f"the oracle's episode on seed {donor.seed} failed")
+                policy = (constant_policy(donor.actions[0]) if name == "repeat_first"
+                          else replay_policy(donor.actions))
+            self.episodes[key] = self.play(seed, policy, label=name)
+        return self.episodes[key]
+
+    def replay(self, p: Played, label: str) -> Played:
+        """``p``'s recorded actions, played again on its seed in a fresh worker."""
+        return self.play(p.seed, replay_policy(p.actions), label=label)
+
+
+def reference_episodes(ctx: Ctx) -> dict[int, Played]:
+    """The oracle's episode on each validation seed (an empty-text player's for a
+    feasibility-unverified program), played once and shared by the checks after
+    feasibility and by the behaviour fingerprint."""
+    name = "oracle" if ctx.meta.has_oracle else "empty"
+    return {s: ctx.episode(name, s) for s in ctx.cfg.seeds}
+
+
+def _transcript(p: Played) -> list:
+    # Rewards rounded so float noise in a program's arithmetic is not a difference.
+    return [p.observations, p.actions, [round(r, 9) for r in p.rewards], p.terminated,
+            p.truncated]
+
+
+def behaviour_fingerprint(episodes: dict[int, Played]) -> str:
+    """Hash of the reference player's transcripts (observations, actions, rewards) on
+    the validation seeds: equal for programs that play the same episodes."""
+    body = json.dumps([[s, _transcript(p)] for s, p in sorted(episodes.items())],
+                      ensure_ascii=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def _fault(check: str, p: Played, what: str) -> str:
@@ -254,10 +392,14 @@ def _fault(check: str, p: Played, what: str) -> str:
 
 
 def check_load(ctx: Ctx) -> list[str]:
-    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 10}) as ep:
+    # No constructor arguments: the program's own max_turns (a class attribute, or the
+    # default of a reference-style `__init__(self, max_turns=...)`) is what it declares;
+    # passing one here would override a ToolEnv's class attribute.
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {}) as ep:
         if not ep.load_result.ok:
             return [f"load: {ep.load_result.error}"]
         ctx.meta = ep.meta
+        ctx.load_seconds = ep.start_seconds
     return []
 
 
@@ -269,12 +411,26 @@ def check_max_turns(ctx: Ctx) -> list[str]:
     return []
 
 
+def _reward_problem(p: Played, what: str) -> str | None:
+    """The reason of reward_well_formed for one episode, or None: every reward finite,
+    the total within [-1, 1] (an episode pays at most 1.0, which means solved)."""
+    bad = next((r for r in p.rewards if not math.isfinite(r)), None)
+    if bad is not None:
+        return f"reward_well_formed: {what}: reward {bad} is not finite"
+    if p.total > RETURN_CAP + EPS:
+        return (f"reward_well_formed: {what}: episode total {p.total:g} exceeds 1.0 (an "
+                "episode pays at most 1.0, which means solved)")
+    if p.total < RETURN_FLOOR - EPS:
+        return (f"reward_well_formed: {what}: episode total {p.total:g} is below -1.0 "
+                "(penalties may cost at most 1.0 in all)")
+    return None
+
+
 def _episode_problems(check: str, p: Played, what: str) -> list[str]:
     if p.error:
         return [_fault(check, p, what)]
-    if p.total > SOLVED + EPS:
-        return [f"max_return: {what}: episode total {p.total:g} exceeds 1.0"]
-    return []
+    problem = _reward_problem(p, what)
+    return [problem] if problem else []
 
 
 def check_probe_actions(ctx: Ctx) -> list[str]:
@@ -282,19 +438,31 @@ def check_probe_actions(ctx: Ctx) -> list[str]:
     seed = ctx.cfg.seeds[0]
     probes = dict(PROBES, long="x" * ctx.cfg.probe_long_chars)
     for name, text in probes.items():
-        problems = _episode_problems("step_return", ctx.play(seed, constant_policy(text)),
+        problems = _episode_problems("step_return",
+                                     ctx.play(seed, constant_policy(text), label=f"probe {name!r}"),
                                      f"probe action {name!r}")
         if problems:
             return problems
     return []
 
 
+def check_oracle_missing(ctx: Ctx) -> list[str]:
+    """Feasibility is shown, not assumed: the program defines oracle() or solution()
+    (only a fixed pool imported from elsewhere may opt out, and is recorded as
+    feasibility-unverified)."""
+    if ctx.meta.has_oracle or ctx.allow_unverified:
+        return []
+    return ["oracle_missing: define oracle() (or solution()) returning the next action of "
+            "a player who sees the hidden state, so the validator can show the environment "
+            "is winnable"]
+
+
 def check_oracle_feasible(ctx: Ctx) -> list[str]:
     """Where an oracle exists, it solves every validation seed within max_turns."""
     if not ctx.meta.has_oracle:
-        return []
+        raise Skipped("no oracle() or solution(): feasibility unverified")
     for seed in ctx.cfg.seeds:
-        p = ctx.play(seed, oracle_policy)
+        p = ctx.episode("oracle", seed)
         problems = _episode_problems("oracle_feasible", p, f"oracle on seed {seed}")
         if problems:
             return problems
@@ -304,31 +472,132 @@ def check_oracle_feasible(ctx: Ctx) -> list[str]:
     return []
 
 
+def _difference(a: Played, b: Played) -> str | None:
+    """Where two episodes of the same seed and actions part, or None."""
+    for i, (x, y) in enumerate(zip(a.observations, b.observations)):
+        if x != y:
+            return f"observation {i}"
+    if len(a.observations) != len(b.observations):
+        return f"episode length ({a.turns} vs {b.turns} turns)"
+    if not all(math.isclose(x, y, abs_tol=1e-9) for x, y in zip(a.rewards, b.rewards)):
+        turn = next(i for i, (x, y) in enumerate(zip(a.rewards, b.rewards))
+                    if not math.isclose(x, y, abs_tol=1e-9))
+        return f"reward {turn + 1} ({a.rewards[turn]:g} vs {b.rewards[turn]:g})"
+    return None
+
+
+def _first_diff(a: list, b: list) -> int:
+    return next((i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)) + 1)
+
+
 def check_determinism(ctx: Ctx) -> list[str]:
-    """The same seed and actions give the same observations and rewards."""
-    seed = ctx.cfg.seeds[-1]
-    policy = oracle_policy if ctx.meta.has_oracle else constant_policy("1")
-    first = ctx.play(seed, policy)
-    if first.error:
-        return []  # reported by the check that owns that policy
-    replay = iter(first.actions)
-    second = ctx.play(seed, lambda ep, obs: next(replay, ""))
-    if second.error:
-        return [_fault("determinism", second, f"replay of seed {seed}")]
-    if first.observations != second.observations or not all(
-            math.isclose(a, b, abs_tol=1e-9) for a, b in zip(first.rewards, second.rewards)):
-        turn = next((i for i, (a, b) in enumerate(zip(first.observations, second.observations))
-                     if a != b), None)
-        where = f"observation {turn}" if turn is not None else "rewards"
-        return [f"determinism: seed {seed} replayed with the same actions differs at {where}"]
+    """On every validation seed, the same actions give the same observations and rewards,
+    for a wrong player (echo: its text reaches the verifier as a wrong answer) and for the
+    oracle's actions (replayed without calling oracle(), in fresh workers)."""
+    for seed in ctx.cfg.seeds:
+        pairs = [("echo", ctx.episode("echo", seed), None)]
+        if ctx.meta.has_oracle and not ctx.episode("oracle", seed).error:
+            pairs.append(("oracle", ctx.episode("oracle", seed), ctx.episode("oracle_replay", seed)))
+        for name, first, second in pairs:
+            if first.error:
+                return [_fault("non_trivial", first, f"{name} policy on seed {seed}")]
+            second = second or ctx.replay(first, f"{name} replay")
+            if second.error:
+                return [_fault("determinism", second, f"replay of seed {seed}")]
+            if name == "oracle" and _difference(first, second):
+                # The oracle's run may differ from its replay because oracle() changed
+                # the state (replayability's reason) or because the program is not
+                # deterministic: a second oracle run in a fresh worker tells them apart
+                # (the same seed must give the same oracle actions and transcript).
+                again = ctx.play(seed, oracle_policy, label="oracle, again")
+                if again.error:
+                    return [_fault("determinism", again, f"oracle on seed {seed}, again")]
+                if again.actions != first.actions:
+                    return [f"determinism: seed {seed} played twice by the oracle gives "
+                            f"different actions (turn {_first_diff(first.actions, again.actions)})"]
+                second = again
+            where = _difference(first, second)
+            if where:
+                return [f"determinism: seed {seed} replayed with the same actions differs "
+                        f"at {where}"]
+    return []
+
+
+def check_replayability(ctx: Ctx) -> list[str]:
+    """The oracle's recorded actions, replayed in a fresh worker without calling the
+    oracle, give the same observations and return (an oracle() that changes the state
+    it is asked about would make a task look feasible when it is not)."""
+    if not ctx.meta.has_oracle:
+        raise Skipped("no oracle")
+    for seed in ctx.cfg.seeds:
+        o = ctx.episode("oracle", seed)
+        if o.error:
+            raise Skipped(f"the oracle's episode on seed {seed} failed")
+        r = ctx.episode("oracle_replay", seed)
+        if r.error:
+            return [_fault("replayability", r, f"replay of the oracle's actions on seed {seed}")]
+        where = _difference(o, r)
+        if where:
+            return [f"replayability: the oracle's actions on seed {seed}, replayed without "
+                    f"calling oracle(), differ at {where} (return {r.ret:g} vs {o.ret:g})"]
+    return []
+
+
+def check_episode_isolation(ctx: Ctx) -> list[str]:
+    """After a played episode, reset(seed) on the same instance gives the same episode as
+    a fresh instance (no state leaks from one episode into the next)."""
+    name = "oracle" if ctx.meta.has_oracle else "echo"
+    first_seed, seed = ctx.cfg.seeds[-1], ctx.cfg.seeds[0]
+    fresh = ctx.episode(name, seed)
+    if fresh.error:
+        raise Skipped(f"the {name} episode on seed {seed} failed")
+    policy = oracle_policy if name == "oracle" else echo_policy
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
+        if not ep.load_result.ok:
+            return [f"load: {ep.load_result.error}"]
+        before = play_in(ep, first_seed, policy, ctx.max_turns)
+        before.label = f"{name}, first of two on one instance"
+        again = play_in(ep, seed, replay_policy(fresh.actions), ctx.max_turns)
+        again.label = f"{name} replay, second on one instance"
+        again.peak_mb = ep.peak_memory_mb()
+    ctx.played += [before, again]
+    for p in (before, again):
+        if p.error:
+            return [_fault("episode_isolation", p, "two episodes on one instance")]
+    where = _difference(fresh, again)
+    if where:
+        return [f"episode_isolation: after an episode on seed {first_seed}, reset({seed}) on "
+                f"the same instance differs from a fresh instance's episode at {where}"]
+    return []
+
+
+def check_seed_ignored(ctx: Ctx) -> list[str]:
+    """Episodes vary with the seed: the reference player's whole episodes (observations,
+    actions, rewards) on the validation seeds are not all identical. First observations
+    alone may coincide in a good game whose state is hidden, so they are not enough.
+    A feasibility-unverified program (no oracle) is not checked: no player that cannot
+    see the hidden state shows whether it varies."""
+    if not ctx.meta.has_oracle:
+        return []
+    eps = reference_episodes(ctx)
+    if len(eps) < 2:
+        return []
+    faulty = next((p for p in eps.values() if p.error), None)
+    if faulty is not None:
+        return [_fault("seed_ignored", faulty, f"reference episode on seed {faulty.seed}")]
+    first, *rest = eps.values()
+    if all(_transcript(p) == _transcript(first) for p in rest):
+        return [f"seed_ignored: the oracle's episodes on seeds "
+                f"{', '.join(map(str, eps))} are identical; reset(seed) must draw the "
+                "episode from its seed"]
     return []
 
 
 def check_non_trivial(ctx: Ctx) -> list[str]:
     """Neither an empty nor an echoing player solves the task."""
-    for name, policy in (("empty", empty_policy), ("echo", echo_policy)):
+    for name in ("empty", "echo"):
         for seed in ctx.cfg.seeds:
-            p = ctx.play(seed, policy)
+            p = ctx.episode(name, seed)
             if p.error:
                 return [_fault("non_trivial", p, f"{name} policy on seed {seed}")]
             if p.solved:
@@ -339,15 +608,117 @@ def check_non_trivial(ctx: Ctx) -> list[str]:
     return []
 
 
+FLOOR_MARGIN = 0.5
+"""How far below the maximum (1.0) each uninformed player's mean return over the
+validation seeds must stay. Measured on the 15 seed environments with
+benchmarks/validation_cost.py (it prints each seed's figure): the best uninformed mean
+is 0.083 (sequence_memory: another seed's first answer, repeated, earns 0.25 on one
+seed) and 0 or below for the rest; the best single episode is 0.7 (tower_of_hanoi: a
+borrowed oracle play blindly restacks one seed's four disks). Of the wrapped Reasoning
+Gym programs (the fixed pool) the best is 0.333 (letter_counting: a repeated count is
+right on one seed). A design that pays for any well-formed answer sits at 0.5 or more. The mean, not the worst episode, because a
+small puzzle may fall to one lucky sequence."""
+FLOOR_PLAYERS = ("empty", "echo", "repeat_first", "other_oracle")
+
+
+def check_floor_gap(ctx: Ctx) -> list[str]:
+    """Uninformed players (empty text, echoing, another seed's first oracle action
+    repeated, another seed's whole oracle play) stay FLOOR_MARGIN below the maximum on
+    average over the validation seeds."""
+    ceiling = SOLVED - FLOOR_MARGIN
+    means: dict[str, list[float]] = {}
+    for name in FLOOR_PLAYERS:
+        if name in ("repeat_first", "other_oracle") and not ctx.meta.has_oracle:
+            continue  # the borrowed actions come from the oracle
+        for seed in ctx.cfg.seeds:
+            p = ctx.episode(name, seed)
+            if p.error:
+                return [_fault("floor_gap", p, f"{name} player on seed {seed}")]
+            means.setdefault(name, []).append(p.ret)
+    if not means:
+        raise Skipped("no uninformed player applies")
+    name, rets = max(means.items(), key=lambda kv: sum(kv[1]) / len(kv[1]))
+    mean = sum(rets) / len(rets)
+    shown = ", ".join(f"{r:g}" for r in rets)
+    ctx.notes["floor_gap"] = f"best uninformed mean return {mean:.3g} ({name}: {shown})"
+    if mean > ceiling + EPS:
+        return [f"floor_gap: the uninformed {name} player's mean return is {mean:.3g} "
+                f"(seeds {ctx.cfg.seeds}: {shown}); uninformed play must stay at or below "
+                f"{ceiling:g}"]
+    return []
+
+
+def check_reward_well_formed(ctx: Ctx) -> list[str]:
+    """Every reward of every episode played so far is finite, and no episode's total is
+    above 1.0 or below -1.0, whatever the player. The checks before it apply the same
+    rule (``_reward_problem``) to the episodes they examine, under this name, so a
+    design is stopped where the overflow first shows; this sweep covers the rest (the
+    floor players, the replays). The one reward-range check of the validator; rollouts
+    flag a live environment that pays past 1.0 as ``reward_overflow``."""
+    for p in ctx.played:
+        if p.error:
+            continue  # a fault is its own check's reason
+        problem = _reward_problem(p, f"{p.label or 'a player'} on seed {p.seed}")
+        if problem:
+            return [problem]
+    ctx.notes["reward_well_formed"] = f"{len(ctx.played)} episodes, totals within [-1, 1]"
+    return []
+
+
+def check_resource_bounds(ctx: Ctx) -> list[str]:
+    """Every call of every episode played ends within ``max_call_seconds`` and no worker's
+    resident memory peaks above ``max_peak_memory_mb``; reports both."""
+    calls = [(sec, what, p) for p in ctx.played for what, sec in p.call_seconds]
+    if not calls:
+        raise Skipped("no episode was played")
+    sec, what, slow = max(calls, key=lambda c: c[0])
+    peaks = [(p.peak_mb, p) for p in ctx.played if p.peak_mb is not None]
+    peak, heavy = max(peaks, key=lambda x: x[0]) if peaks else (None, None)
+    ctx.notes["resource_bounds"] = (
+        f"{len(calls)} calls, slowest {sec:.3f} s ({what}, {slow.label or 'a player'}, seed "
+        f"{slow.seed}); load {ctx.load_seconds:.3f} s; peak memory "
+        + (f"{peak:.0f} MB" if peak is not None else "unknown"))
+    if sec > ctx.cfg.max_call_seconds:
+        return [f"resource_bounds: a {what} call took {sec:.2f} s ({slow.label or 'a player'}, "
+                f"seed {slow.seed}); calls must end within {ctx.cfg.max_call_seconds:g} s"]
+    if peak is not None and peak > ctx.cfg.max_peak_memory_mb:
+        return [f"resource_bounds: the worker's memory peaked at {peak:.0f} MB "
+                f"({heavy.label or 'a player'}, seed {heavy.seed}); the bound is "
+                f"{ctx.cfg.max_peak_memory_mb} MB"]
+    return []
+
+
 def check_hint(ctx: Ctx) -> list[str]:
     """A defined hint() returns non-empty text after reset."""
     if not ctx.meta.has_hint:
-        return []
-    p = ctx.play(ctx.cfg.seeds[0], constant_policy(""), with_hint=True)
+        raise Skipped("no hint()")
+    p = ctx.play(ctx.cfg.seeds[0], constant_policy(""), with_hint=True, label="hint")
     if p.error:
         return [_fault("hint", p, "hint()")]
     if not (p.hint or "").strip():
         return ["hint: hint() returned empty text"]
+    return []
+
+
+def check_hint_leak(ctx: Ctx) -> list[str]:
+    """hint() passes the same leak rule as a model-written hint: on no validation seed
+    does it contain the oracle's solving answer (a leaked answer makes the hinted arm
+    win by being told, and regret maximal)."""
+    if not (ctx.meta.has_hint and ctx.meta.has_oracle):
+        return []
+    from spade_tasks.hints import answer_of, leaks  # hints imports this module
+
+    for seed, p in reference_episodes(ctx).items():
+        if not (p.solved and p.actions):
+            continue
+        h = play(ctx.sandbox, ctx.source, ctx.class_name, seed, empty_policy, 0,
+                 with_hint=True)
+        if h.error:
+            return [_fault("hint", h, f"hint() on seed {seed}")]
+        leaked = leaks(h.hint or "", [answer_of(p.actions[-1])])
+        if leaked:
+            return [f"hint_leak: hint() on seed {seed} contains the oracle's answer "
+                    f"{leaked!r}; a hint gives strategy, never the answer"]
     return []
 
 
@@ -357,9 +728,14 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 
     from gymnasium.utils.env_checker import check_env
 
-    from spade_tasks.gym_wrapper import EnvironmentFault, SandboxedEnv
+    from gymnasium.spaces import Text
+
+    from spade_tasks.gym_wrapper import CHARSET, EnvironmentFault, SandboxedEnv
 
     env = SandboxedEnv(ctx.source, ctx.class_name, sandbox=ctx.sandbox)
+    # The checker steps with sampled actions; sampling the wrapper's full 1M-character
+    # space took a third of this check. probe_actions already sends the long text.
+    env.action_space = Text(max_length=ctx.cfg.probe_long_chars, charset=CHARSET)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -371,25 +747,67 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
     return []
 
 
-DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_oracle_feasible,
-                  check_determinism, check_non_trivial, check_hint, check_gymnasium]
+# The order is the grading order (see the module docstring): what a design must get right
+# first comes first. resource_bounds is last so that it sees every call.
+# Load -> runtime probes -> feasibility -> determinism and replay -> seed control ->
+# uninformed players -> rewards -> hint -> resources. ``duplicate`` comes after all of
+# them, in the flow (``designer.duplicate_reason``), because it needs the pool.
+DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
+                  check_oracle_missing, check_oracle_feasible, check_determinism,
+                  check_replayability, check_episode_isolation, check_seed_ignored,
+                  check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
+                  check_hint_leak, check_resource_bounds]
+GATES = frozenset({"parse", "env_class", "load", "max_turns"})
+"""Checks whose failure leaves nothing for the later ones to run on."""
+
+
+def check_name(check: Callable) -> str:
+    return check.__name__.removeprefix("check_")
+
+
+def check_names() -> list[str]:
+    """Every check's name, in the order they run."""
+    return [check_name(c) for c in STATIC_CHECKS + DYNAMIC_CHECKS]
 
 
 def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                    path: str | None = None) -> Report:
-    """Run every check in order, stopping at the first that fails."""
+                    path: str | None = None, allow_unverified: bool = False,
+                    run_all: bool = False) -> Report:
+    """Run the checks in order, stopping at the first that fails (``run_all``: run every
+    check; those that need a failed gate are skipped).
+
+    ``allow_unverified`` lets a program without oracle()/solution() through
+    ``oracle_missing`` (a fixed pool imported from elsewhere, by config); designs never."""
     cfg = cfg or ValidationConfig()
     st = Static()
-    for check in STATIC_CHECKS:
-        reasons = check(source, st)
-        if reasons:
-            return Report(path, False, reasons, sandbox.tier, st.class_name)
-    ctx = Ctx(sandbox, source, st.class_name, cfg)
-    for check in DYNAMIC_CHECKS:
-        reasons = check(ctx)
-        if reasons:
-            return Report(path, False, reasons, sandbox.tier, st.class_name, ctx.meta)
-    return Report(path, True, [], sandbox.tier, st.class_name, ctx.meta)
+    ctx = Ctx(sandbox, source, "", cfg, allow_unverified=allow_unverified)
+    results: list[CheckResult] = []
+    reasons: list[str] = []
+    blocked: str | None = None
+    for check in STATIC_CHECKS + DYNAMIC_CHECKS:
+        name = check_name(check)
+        if blocked:
+            results.append(CheckResult(name, "skip", f"needs {blocked}"))
+            continue
+        t0 = time.perf_counter()
+        try:
+            got = check(source, st) if check in STATIC_CHECKS else check(ctx)
+            status = "fail" if got else "pass"
+            detail = "; ".join(got) if got else ctx.notes.get(name, "")
+        except Skipped as e:
+            got, status, detail = [], "skip", str(e)
+        results.append(CheckResult(name, status, detail, time.perf_counter() - t0))
+        if got:
+            reasons += got
+            if name in GATES:
+                blocked = name
+            if not run_all:
+                break
+        if name == "env_class":
+            ctx.class_name = st.class_name
+    fingerprint = behaviour_fingerprint(reference_episodes(ctx)) if not reasons else None
+    return Report(path, not reasons, reasons, sandbox.tier, st.class_name, ctx.meta, results,
+                  fingerprint)
 
 
 # -- verdicts cached across runs -----------------------------------------------------
@@ -404,7 +822,8 @@ _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 @functools.cache
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
-    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", *(_PKG / "sandbox").rglob("*.py")]):
+    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", _PKG / "hints.py",
+                     *(_PKG / "sandbox").rglob("*.py")]):
         h.update(f.read_bytes())
     for dist in _VERDICT_PACKAGES:
         try:
@@ -414,11 +833,13 @@ def _code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig) -> str:
+def verdict_key(source: str, sandbox: Sandbox, cfg: ValidationConfig,
+                allow_unverified: bool = False) -> str:
     """The cache key of ``source``'s verdict under this checker, sandbox and config."""
     h = hashlib.sha256(_code_fingerprint().encode())
     h.update(sandbox.cfg.model_dump_json().encode())
     h.update(cfg.model_dump_json().encode())
+    h.update(b"unverified-ok" if allow_unverified else b"oracle-required")
     h.update(source.encode("utf-8"))
     return h.hexdigest()[:32]
 
@@ -428,32 +849,36 @@ def verdict_cache_dir() -> Path:
 
 
 def validate_source_cached(source: str, sandbox: Sandbox, cfg: ValidationConfig | None = None,
-                           path: str | None = None, cache_dir: Path | None = None) -> Report:
+                           path: str | None = None, cache_dir: Path | None = None,
+                           allow_unverified: bool = False) -> Report:
     """``validate_source``, reusing an acceptance recorded under the same ``verdict_key``
     (only acceptances are kept: a rejection is cheap to find again and may be flaky)."""
     cfg = cfg or ValidationConfig()
     folder = cache_dir or verdict_cache_dir()
-    file = folder / f"{verdict_key(source, sandbox, cfg)}.json"
+    file = folder / f"{verdict_key(source, sandbox, cfg, allow_unverified)}.json"
     try:
-        meta = ProgramMeta(**json.loads(file.read_text()))
-        return Report(path, True, [], sandbox.tier, meta.class_name, meta)
-    except (OSError, ValueError, TypeError):
+        saved = json.loads(file.read_text())
+        meta = ProgramMeta(**saved["meta"])
+        return Report(path, True, [], sandbox.tier, meta.class_name, meta, saved["fingerprint"])
+    except (OSError, ValueError, TypeError, KeyError):
         pass  # absent or unreadable: validate for real
-    report = validate_source(source, sandbox, cfg, path)
+    report = validate_source(source, sandbox, cfg, path, allow_unverified)
     if report.accepted and report.meta is not None:
         folder.mkdir(parents=True, exist_ok=True)
         # Written aside and renamed: a crash never leaves a half verdict.
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump(dataclasses.asdict(report.meta), f)
+            json.dump({"meta": dataclasses.asdict(report.meta),
+                       "fingerprint": report.fingerprint}, f)
         os.replace(tmp, file)
     return report
 
 
-def validate_path(path: str | Path, sandbox: Sandbox,
-                  cfg: ValidationConfig | None = None) -> Report:
+def validate_path(path: str | Path, sandbox: Sandbox, cfg: ValidationConfig | None = None,
+                  run_all: bool = False, allow_unverified: bool = False) -> Report:
     p = Path(path)
-    return validate_source(p.read_text(encoding="utf-8"), sandbox, cfg, str(path))
+    return validate_source(p.read_text(encoding="utf-8"), sandbox, cfg, str(path),
+                           allow_unverified=allow_unverified, run_all=run_all)
 
 
 def env_class_name(source: str) -> str | None:
@@ -465,5 +890,6 @@ def env_class_name(source: str) -> str | None:
     return st.class_name
 
 
-__all__ = ["Report", "Played", "play", "validate_source", "validate_path", "env_class_name",
-           "oracle_policy", "empty_policy", "echo_policy", "SandboxConfig"]
+__all__ = ["Report", "Played", "CheckResult", "play", "validate_source", "validate_path",
+           "env_class_name", "check_names", "oracle_policy", "empty_policy", "echo_policy",
+           "SandboxConfig", "capped_return", "behaviour_fingerprint"]

@@ -6,14 +6,14 @@ import pytest
 
 from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfig, ModelConfig
 from spade_tasks.corpus import Document
-from spade_tasks.designer import (NO_CODE, build_prompt, design, extract_program, record_designs,
-                                  run_design, validate_designs)
+from spade_tasks.designer import (NO_CODE, Design, build_prompt, design, extract_program,
+                                  record_designs, run_design, validate_designs)
 from spade_tasks.environments import env_id_of
 from spade_tasks.llm.base import Completion
 from spade_tasks.memory import PromptExamples
 from spade_tasks.store import Store
 from tests.test_hints import LEAKY
-from tests.test_memory import put_seeds
+from tests.test_memory import SEEDS, put_seeds
 
 GOOD = LEAKY.replace("    def hint(self):\n        return f\"The sum is {self.a + self.b}.\"\n\n", "")
 BAD_IMPORT = "import os\n\n" + GOOD.replace("AddPairEnv", "OsPairEnv")
@@ -65,6 +65,7 @@ def test_prompt_contents():
     assert "any theme" in build_prompt(None, PromptExamples([], [], []), "games")[1]["content"]
     tool = build_prompt(None, PromptExamples([], [], []), "tool_use")
     assert "ToolEnv" in tool[0]["content"] and "def solution" in tool[0]["content"]
+    assert "self.user_messages" in tool[0]["content"] and "self.message_criteria" in tool[0]["content"]
 
 
 def test_prompt_shows_memory_examples(tmp_path):
@@ -206,3 +207,80 @@ def test_prefill_text_is_recorded_as_the_completion(tmp_path):
 
         (again,) = load_designs(store, "r", 0)
     assert again.source == designs[0].source
+
+
+# -- the duplicate rule: refused at validation time, before any reward ------------------
+
+
+def _designs(sources):
+    return [Design(i, None, "games", [], Completion(s, [1], [2], [-0.1], "stop"), s)
+            for i, s in enumerate(sources)]
+
+
+def _validate_and_record(store, sandbox, root, sources, gen, threshold=0.9):
+    designs = validate_designs(_designs(sources), sandbox, CFG.validation, "r", gen)
+    assert all(d.accepted for d in designs), [d.reasons for d in designs]
+    return record_designs(store, "r", gen, designs, root, dedup_threshold=threshold)
+
+
+SEED_SOURCE = (SEEDS / "number_guess.py").read_text()
+DUPLICATES = {
+    # the same text as a seed (its env_id): refused, and the seed's row keeps its origin
+    "same_program": (SEED_SOURCE, 0.9, "the same program as"),
+    # near the same text, other behaviour (one message changed)
+    "text": (GOOD.replace('"Correct."', '"Right."'), 0.9, "text similarity"),
+    # other text (no shingle limit can catch it at 1.0), the same episodes
+    "behaviour": (GOOD.replace("AddPairEnv", "SumTwoEnv").replace(
+        "Add two numbers.", "Sum a pair of integers."), 1.0, "plays the same episodes"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DUPLICATES))
+def test_duplicate_is_rejected_before_any_reward(tmp_path, sandbox, kind):
+    source, threshold, detail = DUPLICATES[kind]
+    with Store(tmp_path / "s.duckdb") as store:
+        put_seeds(store, ["number_guess"])
+        _validate_and_record(store, sandbox, tmp_path, [GOOD], gen=0, threshold=threshold)
+        (dup,) = _validate_and_record(store, sandbox, tmp_path, [source], gen=1,
+                                      threshold=threshold)
+        assert not dup.accepted and dup.record is None
+        assert dup.reasons[0].startswith("duplicate: ") and detail in dup.reasons[0], dup.reasons
+        row = store.rows("SELECT accepted, env_id, reasons FROM designs WHERE generation = 1")[0]
+        assert row["accepted"] is False and row["env_id"] is None
+        origins = {r["env_id"]: r["origin"] for r in store.rows(
+            "SELECT env_id, origin FROM environments")}
+        assert origins[env_id_of(SEED_SOURCE)] == "seed" and len(origins) == 2
+
+
+def test_second_copy_in_one_batch_is_a_duplicate(tmp_path, sandbox):
+    with Store(tmp_path / "s.duckdb") as store:
+        first, second = _validate_and_record(store, sandbox, tmp_path, [GOOD, GOOD], gen=0)
+        assert first.accepted and not second.accepted
+        assert second.reasons[0].startswith("duplicate: the same program as")
+
+
+def test_rerun_of_a_generation_is_not_its_own_duplicate(tmp_path, sandbox):
+    with Store(tmp_path / "s.duckdb") as store:
+        _validate_and_record(store, sandbox, tmp_path, [GOOD], gen=0)
+        (again,) = _validate_and_record(store, sandbox, tmp_path, [GOOD], gen=0)
+        assert again.accepted, again.reasons
+
+
+def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandbox):
+    """``validate_program`` (a task's plain dict) then ``apply_reports``, as the flow runs."""
+    from spade_tasks.designer import apply_reports, validate_program
+
+    class Rt:
+        cfg = CFG.model_copy(update={"memory": MemoryConfig(enabled=False, dedup_threshold=1.0)})
+        run = "r"
+
+    source, _, detail = DUPLICATES["behaviour"]
+    designs = _designs([GOOD, source])
+    reports = [validate_program(d.source, sandbox.cfg, CFG.validation) for d in designs]
+    assert all(r["accepted"] and r["fingerprint"] for r in reports)
+    with Store(tmp_path / "s.duckdb") as store:
+        Rt.store = store
+        accepted = apply_reports(Rt, 0, designs, reports)
+        assert accepted == [env_id_of(GOOD)]
+        row = store.rows("SELECT reasons FROM designs WHERE design_idx = 1")[0]
+        assert row["reasons"][0].startswith("duplicate: ") and detail in row["reasons"][0]

@@ -180,3 +180,45 @@ def test_disabled_memory_shows_nothing(store):
     assert ex.positives == [] and ex.negatives == [] and ex.titles == []
     ex = memory.prompt_examples(store, "r", 2, CFG)
     assert len(ex.positives) == 2 and len(ex.titles) == len(ALL)
+
+
+# -- integrity: rows never overwritten, flagged environments leave -----------------------
+
+
+def test_save_record_never_overwrites_another_row(store):
+    (seed,) = put_seeds(store, ["number_guess"])
+    copy = rec(seed.source, "designed", 3)  # the same text, so the same env_id
+    assert not save_record(store, copy)
+    row = store.rows("SELECT origin, generation FROM environments WHERE env_id = ?",
+                     [seed.env_id])[0]
+    assert (row["origin"], row["generation"]) == ("seed", None)
+
+
+def test_flagged_environment_is_refused_and_dropped(store, tmp_path):
+    from spade_tasks.environments import flag_environment, load_record
+
+    kept, bad = put_seeds(store, ["number_guess", "water_jugs"])
+    flag_environment(store, bad.env_id, "reward_overflow: paid 2.1")
+    assert memory.drop_flagged(store, "r") == [bad.env_id]
+    assert [e.env_id for e in memory.entries(store, "r")] == [kept.env_id]
+    res = memory.add(store, "other-run", load_record(store, bad.env_id), 1, CFG)
+    assert not res.added and res.reason.startswith("reward_overflow: ")
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    shutil.copy(SEEDS / "water_jugs.py", folder)
+    memory.init_memory(store, "new-run", None, ValidationConfig(), folder)  # recorded: no sandbox
+    assert store.count("memory", run="new-run") == 0
+
+
+def test_fixed_pool_without_oracle_is_recorded_unverified(store, tmp_path, sandbox):
+    from tests.test_validation import GOOD
+
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    (folder / "pick.py").write_text(GOOD.split("    def oracle(self):")[0])
+    with pytest.raises(memory.SeedRejected, match="oracle_missing: "):
+        memory.seed_records(store, sandbox, ValidationConfig(), folder)
+    (r,) = memory.seed_records(store, sandbox, ValidationConfig(), folder, allow_unverified=True)
+    assert r.feasibility_verified is False
+    assert store.rows("SELECT feasibility_verified FROM environments")[0] == {
+        "feasibility_verified": False}

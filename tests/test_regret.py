@@ -199,8 +199,8 @@ def test_advantages_are_finite_for_tiny_spread():
 # ---------------------------------------------------------------- rejected designs
 
 from spade_tasks.regret import (  # noqa: E402
-    REJECTION_STAGES, check_name, contract_fraction, graded_rejection, lowest_accepted,
-    score_stage,
+    GAMING_CHECKS, REJECTION_STAGES, check_name, contract_fraction, graded_rejection,
+    lowest_accepted, score_stage,
     parsed_fraction, rejection_progress, rejection_reward)
 
 _GOOD = '''import random
@@ -242,8 +242,8 @@ def test_contract_fraction_counts_parts_in_text_that_may_not_parse():
 
 def test_progress_follows_the_validator_order():
     order = ["parse: no python code block", "parse: line 1: x", "env_class: y", "imports: z",
-             "load: boom", "step_return: bad", "oracle_feasible: no", "non_trivial: echo",
-             "gymnasium: w"]
+             "load: boom", "step_return: bad", "gymnasium: w", "oracle_feasible: no",
+             "non_trivial: echo", "resource_bounds: slow"]
     got = [rejection_progress([r], _GOOD if not r.startswith("parse: no") else None, "")
            for r in order]
     assert got == sorted(got) and len(set(got)) == len(got)
@@ -261,8 +261,18 @@ def test_progress_within_the_first_checks_separates_designs_failing_the_same_che
     assert prose < codey < p_worse
 
 
+def test_every_validator_check_has_a_place_in_the_order():
+    from spade_tasks.validation import check_names
+
+    names = check_names()
+    assert all(n in REJECTION_STAGES or n in GAMING_CHECKS for n in names)
+    ranked = [n for n in names if n in REJECTION_STAGES]
+    assert ranked == sorted(ranked, key=REJECTION_STAGES.index)
+
+
 def test_gaming_rejections_make_no_progress():
-    for reason in ("duplicate: same oracle transcripts as seed x", "hint_leak: hint holds answer"):
+    for reason in ("duplicate: same oracle transcripts as seed x", "hint_leak: hint holds answer",
+                   "reward_overflow: paid 2.0"):
         assert rejection_progress([reason], _GOOD) == 0.0
 
 
@@ -329,3 +339,59 @@ def test_score_stage_grades_rejected_designs_below_accepted_ones(tmp_path):
     constant = Config(run=RunConfig(name="r2", root=tmp_path),
                       designer=DesignerConfig(rejected_reward="constant", rejected_constant=-0.5))
     assert constant.designer.rejected_constant == -0.5
+
+
+# ---------------------------------------------------------------- the scoring stage
+
+
+class _Rt:
+    """What ``score_stage`` reads of a runtime: config, store, run name, stage results."""
+
+    def __init__(self, store):
+        from spade_tasks.config import Config
+
+        self.cfg, self.store, self.run = Config(), store, "r"
+
+    def stage_result(self, generation, stage):
+        return None
+
+
+def _scored(tmp_path, flag=None):
+    """Four designs: measured (regret 0.5), accepted-unmeasured, rejected, and measured
+    but flagged ``flag`` in the rollout; returns {design_idx: reward}."""
+    from spade_tasks.regret import score_stage
+    from spade_tasks.store import Store
+
+    with Store(tmp_path / "s.duckdb") as store:
+        for idx, env, accepted in [(0, "a", True), (1, "b", True), (2, None, False),
+                                   (3, "c", True)]:
+            store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
+                                     "env_id": env, "accepted": accepted})
+        for env, no_hint, hint in [("a", 0.0, 1.0), ("c", 0.0, 1.0)]:
+            for with_hint, ret in ((False, no_hint), (True, hint)):
+                store.upsert("episodes", {"run": "r", "generation": 0, "env_id": env,
+                                          "episode_id": f"{env}-{with_hint}",
+                                          "with_hint": with_hint, "return": ret})
+        store.upsert("environments", {"env_id": "c", "flag": flag})
+        score_stage(_Rt(store), 0)
+        rewards = {r["design_idx"]: r["reward"] for r in store.rows(
+            "SELECT design_idx, reward FROM designs ORDER BY design_idx")}
+        used = [r["design_idx"] for r in store.rows(
+            # the designer's training query (training.train_stage)
+            "SELECT design_idx FROM designs WHERE run = 'r' AND generation = 0"
+            " AND reward IS NOT NULL ORDER BY design_idx")]
+    return rewards, used
+
+
+def test_unmeasured_design_stays_out_of_the_group(tmp_path):
+    rewards, used = _scored(tmp_path)
+    # The rejected design has no reasons recorded: the graded reward's floor.
+    assert rewards[0] == 1.0 and rewards[2] == graded_rejection([], None)
+    assert rewards[1] is None and 1 not in used
+
+
+def test_overflowing_environment_earns_the_rejected_reward(tmp_path):
+    rewards, _ = _scored(tmp_path, flag="reward_overflow: episode c-n-0 paid 2.1")
+    # Paying past 1.0 is gaming: the floor, whatever the program's progress.
+    assert rewards[3] == graded_rejection([], None) < lowest_accepted("regret")
+    assert _scored(tmp_path / "clean")[0][3] == 1.0

@@ -176,6 +176,35 @@ PROGRAMS = {
             def hint(self):
                 return "h"
     ''',
+    # Pays 0.7 a step for three steps: 2.1 in all, past the 1.0 cap.
+    "GreedyEnv": '''
+        class GreedyEnv:
+            """Paid past solved."""
+            max_turns = 5
+            def reset(self, seed=None, options=None):
+                self.t = 0
+                return "say anything", {}
+            def step(self, action):
+                self.t += 1
+                return f"paid {self.t}", 0.7, self.t >= 3, False, {}
+            def hint(self):
+                return "keep talking"
+    ''',
+    # Its hint() states the seed's answer.
+    "LeakyHintEnv": '''
+        class LeakyHintEnv:
+            """Name the secret word."""
+            max_turns = 2
+            def reset(self, seed=None, options=None):
+                self.word = ["amber", "cobalt", "indigo"][seed % 3]
+                return "name the secret colour", {}
+            def step(self, action):
+                return "over", float(action.strip() == self.word), True, False, {}
+            def hint(self):
+                return f"The secret colour is {self.word}."
+            def oracle(self):
+                return self.word
+    ''',
     # No hint(): its hint must come from the caller.
     "HintlessEnv": '''
         class HintlessEnv:
@@ -193,7 +222,7 @@ def record(class_name: str, env_id: str | None = None) -> EnvRecord:
     source = textwrap.dedent(PROGRAMS[class_name])
     max_turns = int(re.search(r"max_turns = (\d+)", source).group(1))
     return EnvRecord(env_id or class_name.lower(), source, class_name, "", "", max_turns,
-                     "def hint" in source, False, "seed", "")
+                     "def hint" in source, "def oracle" in source, "seed", "")
 
 
 def seed_record(name: str) -> EnvRecord:
@@ -280,6 +309,7 @@ def test_episodes_advance_in_lockstep_and_finished_ones_drop_out(sandbox):
     ("FaultyEnv", {}, "env_fault:exception", 2, 0.25),
     ("BadResetEnv", {}, "env_fault:exception", 0, 0.0),
     ("PenaltyEnv", {}, "max_turns", 3, -1.0),
+    ("GreedyEnv", {}, "terminated", 3, 1.0),  # 2.1 paid, capped
 ])
 def test_end_reasons(sandbox, program, cfg_update, reason, n_turns, ret):
     if "max_context_tokens" in cfg_update:
@@ -415,3 +445,71 @@ def test_real_model_plays_two_seed_environments(sandbox, tmp_path):
         assert store.count("episodes", run="r", generation=0) == 4
         assert store.count("turns", run="r", generation=0) == sum(len(r.turns) for r in results)
         assert "== return" in format_transcript(store, results[0].episode_id, run="r")
+
+
+# -- integrity: leaking hints and overflowing rewards ----------------------------------------
+
+
+def test_leaking_env_hint_is_never_shown(sandbox):
+    from spade_tasks.hints import probe
+
+    rec = record("LeakyHintEnv")
+    cfg = CFG.model_copy(update={"episodes_per_env": 3})
+    seeds = [episode_seed(5, rec.env_id, k) for k in range(3)]
+    answers = {rec.env_id: [probe(sandbox, rec, s).answer for s in seeds]}
+    assert all(answers[rec.env_id])
+    backend = ScriptedBackend(constant("amber"))
+    results = rollout(backend, sandbox, [rec], cfg, seed=5, answers=answers)
+    hinted = [r for r in results if r.with_hint]
+    assert all(r.end_reason == "hint_refused" and r.hint is None and not r.turns for r in hinted)
+    assert all(r.error.startswith("hint_leak: ") for r in hinted)
+    shown = [m["content"] for call in backend.calls for conv in call for m in conv]
+    assert not any("secret colour is" in text for text in shown)
+
+
+def test_overflowing_episode_flags_its_environment(sandbox):
+    from spade_tasks.rollout import overflowing
+
+    results = rollout(ScriptedBackend(constant("x")), sandbox,
+                      [record("GreedyEnv"), record("SlowEnv")], CFG, seed=2)
+    assert {r.env_id: r.ret for r in results} == {"greedyenv": 1.0, "slowenv": 1.0}
+    flagged = overflowing(results)
+    assert list(flagged) == ["greedyenv"]
+    assert flagged["greedyenv"].startswith("reward_overflow: ")
+
+
+class _StageRt:
+    """What ``rollout_stage`` reads of a runtime (config, store, sandbox, backend, seed)."""
+
+    def __init__(self, store, sandbox, backend):
+        from spade_tasks.config import Config
+
+        self.cfg = Config().model_copy(update={"rollout": CFG.model_copy(
+            update={"episodes_per_env": 2, "pool_sample": 0})})
+        self.store, self.sandbox, self._backend, self.run = store, sandbox, backend, "r"
+
+    def backend(self):
+        return self._backend
+
+    def seed(self, generation, salt=0):
+        return 100 + generation + salt
+
+
+def test_stage_replaces_a_leaking_hint_and_drops_an_overflowing_environment(sandbox, tmp_path):
+    from spade_tasks import memory
+    from spade_tasks.environments import load_record, save_record
+    from spade_tasks.rollout import rollout_stage
+
+    leaky, greedy = record("LeakyHintEnv"), record("GreedyEnv")
+    with Store(tmp_path / "s.duckdb") as store:
+        for rec in (leaky, greedy):
+            save_record(store, rec)
+            store.upsert("memory", memory._new_row("r", rec.env_id, 0))
+        backend = ScriptedBackend(constant("Try the colours in turn."))
+        out = rollout_stage(_StageRt(store, sandbox, backend), 0, [leaky.env_id, greedy.env_id])
+        hints = {r["episode_id"]: r["hint"] for r in store.rows(
+            "SELECT episode_id, hint FROM episodes WHERE with_hint")}
+        assert hints["leakyhintenv-h-0"] == hints["leakyhintenv-h-1"] == "Try the colours in turn."
+        assert out["hints_env_refused"] == 1 and out["environments_overflow"] == ["greedyenv"]
+        assert load_record(store, greedy.env_id).flag.startswith("reward_overflow: ")
+        assert [e.env_id for e in memory.entries(store, "r")] == [leaky.env_id]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from spade_tasks.config import ValidationConfig
-from spade_tasks.validation import oracle_policy, play, validate_path
+from spade_tasks.validation import check_names, oracle_policy, play, validate_path
 
 SEEDS = sorted(Path("environments_store/seeds").glob("*.py"))
 
@@ -16,8 +16,10 @@ def test_there_are_enough_seeds():
 
 @pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.stem)
 def test_seed_is_accepted_and_oracle_solves_it(sandbox, path):
-    report = validate_path(path, sandbox, ValidationConfig(seeds=[0, 1, 2]))
+    report = validate_path(path, sandbox, ValidationConfig(seeds=[0, 1, 2]), run_all=True)
     assert report.accepted, report.reasons
+    assert [c.name for c in report.checks] == check_names()  # every check reported
+    assert {c.status for c in report.checks} <= {"pass", "skip"}
     assert report.meta.has_hint and report.meta.has_oracle
     assert report.meta.doc.strip(), "the docstring is what the memory shows designers"
     source = path.read_text()

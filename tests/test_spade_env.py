@@ -314,3 +314,171 @@ def test_math_equal_rejects_different_answers(a, b):
 def test_math_equal_tolerance_and_exact_parsing():
     assert math_equal("3.14", "3.141", tol=0.01) and not math_equal("3.14", "3.141")
     assert parse_number("\\frac{1}{3}") == parse_number("1/3") and parse_number("abc") is None
+
+
+# ----------------------------------------------------------------------------- multi-turn
+
+
+class ThermostatMTEnv(ToolEnv):
+    """Follow three requests about a smart home, revealed one at a time."""
+
+    max_turns = 8
+
+    def reset(self, seed=None, options=None):
+        rng = random.Random(seed)
+        self.rooms = {r: rng.randint(15, 19) for r in ("hall", "study", "attic")}
+        self.room = rng.choice(sorted(self.rooms))
+        self.target = rng.randint(20, 24)
+        self.locked = False
+        self.user_messages = [f"Set the {self.room} to {self.target} degrees.",
+                              "Now lock the front door.",
+                              "What is the average temperature of the three rooms now?"]
+        self.message_criteria = [lambda: self.rooms[self.room] == self.target,
+                                 lambda: self.locked,
+                                 lambda: self.read_all]
+        self.read_all = False
+        self.expected_answer = round((sum(self.rooms.values()) - self.rooms[self.room]
+                                      + self.target) / 3, 2)
+        return self.user_messages[0], {}
+
+    def tool_set_temperature(self, room: str, degrees: int) -> str:
+        """Set a room's thermostat."""
+        self.rooms[room] = degrees
+        return f"{room} set to {degrees}"
+
+    def tool_lock(self) -> str:
+        """Lock the front door."""
+        self.locked = True
+        return "locked"
+
+    def tool_temperatures(self) -> dict:
+        """Every room's temperature."""
+        self.read_all = True
+        return dict(self.rooms)
+
+    def solution(self):
+        return [{"name": "set_temperature", "arguments": {"room": self.room, "degrees": self.target}},
+                {"name": "lock", "arguments": {}},
+                {"name": "temperatures", "arguments": {}},
+                str(self.expected_answer)]
+
+
+def play_oracle(e, seed):
+    e.reset(seed=seed)
+    total, actions, observations = 0.0, [], []
+    for _ in range(e.max_turns):
+        actions.append(e.oracle())
+        obs, reward, terminated, truncated, _ = e.step(actions[-1])
+        observations.append(obs)
+        total += reward
+        if terminated or truncated:
+            break
+    return total, actions, observations
+
+
+def test_the_next_message_is_shown_only_when_the_criterion_holds():
+    e = ThermostatMTEnv()
+    obs, _ = e.reset(seed=1)
+    assert obs == e.user_messages[0] and "lock" not in obs
+    obs, *_ = e.step(call("lock"))  # the second request, done too early
+    assert "Next request" not in obs and e.current_message == 0
+    obs, *_ = e.step(call("set_temperature", room=e.room, degrees=e.target))
+    # the lock already holds, but each tool call checks one criterion: request 2 is shown
+    assert "Next request: Now lock the front door." in obs and e.current_message == 1
+    obs, *_ = e.step(call("lock"))
+    assert "Next request: What is the average" in obs and e.current_message == 2
+
+
+def test_the_answer_counts_only_after_every_request():
+    e = ThermostatMTEnv()
+    e.reset(seed=2)
+    e.step(call("set_temperature", room=e.room, degrees=e.target))
+    obs, reward, terminated, *_ = e.step(f"<answer>{e.expected_answer}</answer>")
+    assert (reward, terminated) == (0.0, True) and "Request 2 of 3 was not complete" in obs
+
+
+def test_the_oracle_plays_every_request_then_answers():
+    for seed in range(6):
+        total, actions, observations = play_oracle(ThermostatMTEnv(), seed)
+        assert total == 1.0, (seed, actions, observations)
+        assert "[All requests are complete]" in observations[-2]
+
+
+def test_reset_forgets_the_last_episodes_progress():
+    e = ThermostatMTEnv()
+    play_oracle(e, 3)
+    e.reset(seed=3)
+    assert e.current_message == 0 and not e.messages_done()
+
+
+# The reference code's multi-turn form, written here for the test: tools call the
+# program's own _advance_if_done(), criteria read self._state, the answer is "done"
+# and solution() is prose ending in an <answer> tag.
+REFERENCE_MULTI_TURN = '''
+import random
+
+
+class LibraryLoansMTEnv(ToolUseBaseEnv):
+    def reset(self, seed=None):
+        random.seed(seed)
+        titles = random.sample(["Dune", "Emma", "Ulysses", "Beloved", "Walden"], 3)
+        self._state = {"shelf": list(titles), "loans": [], "reader": None}
+        self._tools = {
+            "find": {"description": "Search the shelf", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}},
+            "card": {"description": "Open a reader card", "parameters": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "lend": {"description": "Lend a book to the open card", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}},
+        }
+        self.book = titles[1]
+        self._user_messages = ["Open the card of reader Ada.",
+                               f"Lend her the book {self.book}."]
+        self._message_criteria = [lambda s: s["reader"] == "Ada",
+                                  lambda s: self.book in s["loans"]]
+        self._current_msg = 0
+        self._expected_answer = "done"
+        return self._user_messages[0], {}
+
+    def _advance_if_done(self):
+        if self._current_msg >= len(self._user_messages):
+            return ""
+        if self._message_criteria[self._current_msg](self._state):
+            self._current_msg += 1
+            if self._current_msg >= len(self._user_messages):
+                return " ALL DONE: submit <answer>done</answer>."
+            return " NEXT: " + self._user_messages[self._current_msg]
+        return ""
+
+    def _check_answer(self, answer):
+        return answer.strip().lower() == "done" and self._current_msg >= len(self._user_messages)
+
+    def tool_find(self, title=""):
+        return ("on shelf" if title in self._state["shelf"] else "missing") + self._advance_if_done()
+
+    def tool_card(self, name=""):
+        self._state["reader"] = name
+        return "card open" + self._advance_if_done()
+
+    def tool_lend(self, title=""):
+        if self._state["reader"] is None or title not in self._state["shelf"]:
+            return "Error: cannot lend" + self._advance_if_done()
+        self._state["shelf"].remove(title)
+        self._state["loans"].append(title)
+        return "lent" + self._advance_if_done()
+
+    def solution(self):
+        return (f"1. card(name='Ada') 2. find(title='{self.book}') "
+                f"3. lend(title='{self.book}') 4. <answer>done</answer>")
+'''
+
+
+def test_reference_multi_turn_programs_are_solved_by_their_prose_solution():
+    ns = {"ToolUseBaseEnv": ToolUseBaseEnv}
+    exec(REFERENCE_MULTI_TURN, ns)
+    for seed in range(4):
+        e = ns["LibraryLoansMTEnv"](max_turns=6)
+        total, actions, observations = play_oracle(e, seed)
+        assert total == 1.0, (actions, observations)
+        assert actions[-1] == "<answer>done</answer>" and len(actions) == 4
+        assert "NEXT: Lend her the book" in observations[0]
+    e = ns["LibraryLoansMTEnv"](max_turns=6)
+    e.reset(seed=0)
+    assert e.step("<answer>done</answer>")[1] == 0.0  # not before the requests are met

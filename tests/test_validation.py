@@ -57,8 +57,8 @@ CASES = {
                            'return "Guess"'),
     "step_return": mutate('return "Reply with a number.", 0.0, False, False, {}',
                           'return "Reply with a number.", float("nan"), False, False, {}'),
-    "max_return": mutate('return "Correct!", 1.0, True, False, {}',
-                         'return "Correct!", 1.0, False, False, {}'),
+    "reward_well_formed": mutate('return "Correct!", 1.0, True, False, {}',
+                                 'return "Correct!", 1.0, False, False, {}'),
     "oracle_feasible": mutate("return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)",
                               "return str(10)"),
     # Unseeded, over a range wide enough that a replay never draws the same number by
@@ -68,6 +68,20 @@ CASES = {
     "non_trivial": mutate('return "Reply with a number.", 0.0, False, False, {}',
                           'return "Solved anyway.", 1.0, True, False, {}'),
     "hint": mutate('return "Halve the interval each turn."', 'return ""'),
+    # A counter that survives reset(): the second episode on one instance differs.
+    "episode_isolation": mutate('return "Guess a number from 1 to 9. Reply with the number only.", {}',
+                                'self.games = getattr(self, "games", 0) + 1\n'
+                                '        return f"Game {self.games}: guess a number from 1 to 9.", {}'),
+    # oracle() changes the state it is asked about: its play "solves" every seed, the same
+    # actions without it do not.
+    "replayability": mutate("return str((self.lo + self.hi) // 2) if (self.lo + self.hi) // 2 == self.n else str(self.n)",
+                            "self.n = 7\n        return '7'"),
+    # Any well-formed wrong guess earns 0.6: empty text and echoing get nothing, another
+    # seed's oracle actions get 0.6.
+    "floor_gap": mutate("        if g < self.n:\n            self.lo = max(self.lo, g + 1)",
+                        "        if g != self.n:\n"
+                        '            return "Close enough.", 0.6, True, False, {}\n'
+                        "        if g < self.n:\n            self.lo = max(self.lo, g + 1)"),
     "limits": mutate("        self.lo, self.hi = 1, 9\n", "        self.lo, self.hi = 1, 9\n        while seed == 2: pass\n"),
     "load": GOOD + "\nraise RuntimeError('boom at import')\n",
 }
@@ -89,6 +103,66 @@ def test_broken_program_rejected_for_named_reason(sandbox, cfg, reason):
     report = validate_source(CASES[reason], sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].split(":")[0] == reason, report.reasons
+
+
+def test_slow_calls_and_memory_are_reported_and_bounded(sandbox):
+    """resource_bounds: a call slower than max_call_seconds, a worker heavier than
+    max_peak_memory_mb; the good program's numbers are reported in the check's detail."""
+    slow = mutate("            g = int(action.strip())\n",
+                  "            g = int(action.strip())\n"
+                  "            if g == 42:\n"
+                  "                sum(i * i for i in range(3 * 10**6))\n")
+    report = validate_source(slow, sandbox, ValidationConfig(seeds=[0, 1], max_call_seconds=0.1))
+    assert not report.accepted and report.reasons[0].startswith("resource_bounds: a step call took")
+    assert "probe 'number'" in report.reasons[0], report.reasons
+    heavy = mutate("        self.lo, self.hi = 1, 9\n",
+                   "        self.lo, self.hi = 1, 9\n        self.ballast = b'x' * (100 << 20)\n")
+    report = validate_source(heavy, sandbox, ValidationConfig(seeds=[0, 1], max_peak_memory_mb=64))
+    assert not report.accepted and "memory peaked at" in report.reasons[0], report.reasons
+    good = validate_source(GOOD, sandbox, ValidationConfig(seeds=[0, 1]))
+    detail = next(c.detail for c in good.checks if c.name == "resource_bounds")
+    assert "slowest" in detail and "peak memory" in detail and "MB" in detail
+
+
+def test_run_all_reports_every_check_and_every_failure(sandbox, cfg):
+    from spade_tasks.validation import check_names
+
+    bad = CASES["floor_gap"].replace('return "Halve the interval each turn."', 'return ""')
+    report = validate_source(bad, sandbox, cfg, run_all=True)
+    assert [c.name for c in report.checks] == check_names()
+    status = {c.name: c.status for c in report.checks}
+    assert status["floor_gap"] == "fail" and status["hint"] == "fail"
+    assert status["resource_bounds"] == "pass" and status["oracle_feasible"] == "pass"
+    assert [r.split(":")[0] for r in report.reasons] == ["floor_gap", "hint"]
+    assert all(c.seconds >= 0 for c in report.checks)
+    # The default stops at the first failure: the checks after it are not run.
+    first = validate_source(bad, sandbox, cfg)
+    assert [c.name for c in first.checks][-1] == "floor_gap" and len(first.reasons) == 1
+    # A failed gate skips what depends on it.
+    broken = validate_source(CASES["load"], sandbox, cfg, run_all=True)
+    names = check_names()
+    after = [c for c in broken.checks if names.index(c.name) > names.index("load")]
+    assert {c.status for c in after} == {"skip"} and after[0].detail == "needs load"
+
+
+def test_determinism_is_checked_on_every_seed(sandbox, cfg):
+    """Nondeterministic on the middle validation seed only: checking one seed missed it."""
+    src = mutate("self.n = random.Random(seed).randint(1, 9)",
+                 "self.n = random.Random(seed).randint(1, 9) if seed != 1 else "
+                 "random.randint(1, 10**9)")
+    report = validate_source(src, sandbox, cfg)
+    assert report.reasons[0].startswith("determinism: seed 1"), report.reasons
+
+
+def test_imports_allow_future_annotations():
+    from spade_tasks.validation import Static, check_imports, check_parse
+
+    st = Static()
+    src = "from __future__ import annotations\nimport random\n"
+    assert check_parse(src, st) == [] and check_imports(src, st) == []
+    st = Static()
+    assert check_parse("from os import path\n", st) == []
+    assert check_imports("from os import path\n", st)[0].startswith("imports:")
 
 
 def test_reference_style_program_is_accepted(sandbox, cfg):
@@ -138,3 +212,78 @@ def test_acceptances_are_cached_by_program_checker_and_config(sandbox, cfg, tmp_
     assert not bad.accepted and len(played) == 2
     assert len(list(tmp_path.glob("*.json"))) == 2  # rejections are not kept
     assert v.verdict_key(GOOD, sandbox, cfg) != v.verdict_key(GOOD + "\n", sandbox, cfg)
+
+
+# -- designer-reward integrity: each way to game the reward has a named check ------------
+
+GAMING = {
+    # Neither oracle() nor solution(): nothing shows that the environment can be won.
+    "oracle_missing": [
+        GOOD.split("    def oracle(self):")[0],
+        GOOD.replace("def oracle(self):", "def _oracle(self):"),
+    ],
+    # reset() ignores its seed: every episode is the same puzzle.
+    "seed_ignored": [
+        mutate("self.n = random.Random(seed).randint(1, 9)", "self.n = 7"),
+        mutate("self.n = random.Random(seed).randint(1, 9)",
+               "self.n = random.Random(12345).randint(1, 9)"),
+    ],
+    # hint() gives the answer away (the hinted arm would win by being told).
+    "hint_leak": [
+        mutate('return "Halve the interval each turn."', 'return f"The number is {self.n}."'),
+        mutate('return "Halve the interval each turn."',
+               'return f"Halve the interval; it ends at {self.n}, so say {self.n}."'),
+    ],
+    # Pays past 1.0 on some tried policy, or penalises past -1.0 (six empty replies at
+    # -0.5 total -3): every total must stay within [-1, 1] (the rollout's own flag for a
+    # live environment that pays past 1.0 is reward_overflow).
+    "reward_well_formed": [
+        mutate('return "Correct!", 1.0, True, False, {}', 'return "Correct!", 2.0, True, False, {}'),
+        mutate('return "Reply with a number.", 0.0, False, False, {}',
+               'return "Reply with a number.", 0.4, False, False, {}'),
+        mutate('return "Reply with a number.", 0.0, False, False, {}',
+               'return "Reply with a number.", -0.5, False, False, {}'),
+    ],
+}
+
+
+@pytest.mark.parametrize("reason,source", [(r, s) for r, ss in GAMING.items() for s in ss],
+                         ids=[f"{r}-{i}" for r, ss in GAMING.items() for i in range(len(ss))])
+def test_gaming_program_rejected_for_named_reason(sandbox, cfg, reason, source):
+    report = validate_source(source, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].split(":")[0] == reason, report.reasons
+
+
+def test_hidden_state_game_with_equal_first_observations_passes_seed_control(sandbox, cfg):
+    """GOOD's first observation is the same on every seed (the number is hidden); its
+    whole episodes differ, so ``seed_ignored`` accepts it."""
+    from spade_tasks.validation import constant_policy, play
+
+    firsts = {play(sandbox, GOOD, "PickEnv", s, constant_policy(""), 1).observations[0]
+              for s in cfg.seeds}
+    assert len(firsts) == 1
+    assert validate_source(GOOD, sandbox, cfg).accepted
+
+
+def test_fixed_pool_may_opt_out_of_oracle_missing(sandbox, cfg):
+    no_oracle = GAMING["oracle_missing"][0]
+    report = validate_source(no_oracle, sandbox, cfg, allow_unverified=True)
+    assert report.accepted, report.reasons
+    assert not report.meta.has_oracle
+
+
+def test_fingerprint_is_behaviour_not_text(sandbox, cfg):
+    """Same episodes -> same fingerprint, whatever the text; other episodes -> another."""
+    renamed = GOOD.replace("Pick the hidden number.", "Find the secret value.").replace(
+        "PickEnv", "SecretEnv").replace("self.n", "self.secret")
+    other = mutate('"Correct!"', '"Right!"')
+    fps = [validate_source(s, sandbox, cfg).fingerprint for s in (GOOD, renamed, other)]
+    assert fps[0] and fps[0] == fps[1] and fps[0] != fps[2]
+
+
+def test_validator_return_is_capped_to_plus_minus_one():
+    from spade_tasks.validation import Played, capped_return
+
+    assert [capped_return(t) for t in (-3.0, -1.0, 0.25, 1.0, 2.5)] == [-1.0, -1.0, 0.25, 1.0, 1.0]
+    assert Played(0, rewards=[0.7, 0.7, 0.7]).ret == 1.0

@@ -245,6 +245,31 @@ class Episode:
     def oracle(self) -> CallResult:
         return self._check(self._call("oracle", self.cfg.call_timeout_s), _check_text("oracle"))
 
+    def peak_memory_mb(self) -> float | None:
+        """Largest resident set (VmHWM) of any process in the worker's tree so far, read
+        from /proc on this side, so the program cannot misreport it; None where /proc
+        does not say (not Linux, or the worker is gone)."""
+        peak, todo, seen = None, [self.proc.pid], set()
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak or 0.0, int(line.split()[1]) / 1024)
+            for task in tasks:  # bwrap's worker is its child (pid 1 inside)
+                try:
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+                except (OSError, ValueError):
+                    pass
+        return peak
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

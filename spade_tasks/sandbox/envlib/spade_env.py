@@ -5,8 +5,11 @@
 - ``ToolEnv``: base class for multi-turn tool-use environments. It owns ``step()``:
   the ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` protocol, dispatch to
   ``tool_<name>`` methods, ``<answer>...</answer>`` submission, format errors, turn limit,
-  and OpenAI function-format tool schemas. ``ToolUseBaseEnv`` is the same class under
-  the name the SPADE reference code's programs use.
+  follow-up user messages with success criteria (BFCL multi-turn style), and OpenAI
+  function-format tool schemas. ``ToolUseBaseEnv`` is the same class under the name the
+  SPADE reference code's programs use.
+- ``GemEnv`` and GEM's constants and parsers: the names that GEM text games import
+  from ``gem.core`` and ``gem.utils``, for programs converted by ``spade import``.
 - Answer helpers: ``extract_boxed``, ``extract_answer_tag``, ``normalize_answer``,
   ``parse_number``, ``math_equal``.
 
@@ -32,6 +35,14 @@ __all__ = [
     "parse_number",
     "math_equal",
     "FORMAT_PENALTY",
+    "GemEnv",
+    "TextArenaGameReward",
+    "LanguageGameReward",
+    "TERMINAL_STATE",
+    "extract_last_boxed_answer",
+    "extract_last_tagged_answer",
+    "answer_parse",
+    "answer_verify",
 ]
 
 FORMAT_PENALTY = -0.1  # the reference code's per-action penalty for a malformed action
@@ -243,6 +254,16 @@ class ToolEnv:
       (Or override ``oracle()`` directly.)
     - optionally ``hint(self) -> str`` and ``check_answer(self, answer) -> bool``.
 
+    Follow-up user messages (multi-turn, the BFCL multi-turn form): in ``reset`` set
+    ``self.user_messages`` (instructions, the first one in the observation) and
+    ``self.message_criteria`` (one callable per message, called with ``self._state``,
+    or with no argument, returning True once that instruction is carried out). After
+    every successful tool call the current criterion is checked; when it holds, the
+    next message is appended to the tool's result. An ``<answer>`` is accepted only
+    once every criterion has held (and ``check_answer`` agrees; without an
+    ``expected_answer`` the answer is ``done``). ``solution()`` plays the whole
+    sequence: every message's calls, then the answer.
+
     ``step(action)`` rewards: a tool call 0.0; ``<answer>`` ends the episode with 1.0
     if ``check_answer`` accepts it, else 0.0; a malformed action (no tag, bad JSON,
     unknown tool, bad arguments, a tool raising) -0.1, never taking the return below
@@ -251,7 +272,9 @@ class ToolEnv:
     For the SPADE reference code's programs: ``ToolUseBaseEnv`` is this class;
     ``self._expected_answer``, ``self._tools`` (explicit schemas), ``self._state``,
     ``self._call_history``, ``self.turn_count``, ``_check_answer``, ``get_tools``,
-    ``execute_tool`` and a ``solution()`` returning one string all work.
+    ``execute_tool`` and a ``solution()`` returning one string all work, and so do
+    their multi-turn programs: ``self._user_messages``, ``self._message_criteria``,
+    ``self._current_msg`` and their own ``_advance_if_done()`` called inside tools.
     """
 
     max_turns = 10
@@ -281,6 +304,11 @@ class ToolEnv:
         self._return = 0.0
         self._done = False
         self._plan = None
+        # Follow-up messages belong to one episode: a reset must not inherit the last
+        # episode's progress (the validator's episode_isolation check plays twice).
+        self._user_messages: list = []
+        self._message_criteria: list = []
+        self._current_msg = 0
         if not hasattr(self, "_tools"):  # a subclass __init__ that skipped ours
             self._tools, self._state, self._expected_answer = {}, {}, None
 
@@ -304,8 +332,64 @@ class ToolEnv:
     def _check_answer(self, answer: str) -> bool:
         # Kept as the reference code's override point; check_answer delegates here.
         if self._expected_answer is None:
-            return False
+            # A multi-turn task without a final question ends with "done".
+            return bool(self._user_messages) and normalize_answer(answer) == "done"
         return math_equal(answer, self._expected_answer, tol=self.answer_tolerance)
+
+    # ---------------------------------------------------------------- follow-up messages
+
+    @property
+    def user_messages(self) -> list:
+        """The episode's user instructions, revealed one at a time (multi-turn)."""
+        return self._user_messages
+
+    @user_messages.setter
+    def user_messages(self, value) -> None:
+        self._user_messages = list(value)
+
+    @property
+    def message_criteria(self) -> list:
+        """One success test per user message (see the class docstring)."""
+        return self._message_criteria
+
+    @message_criteria.setter
+    def message_criteria(self, value) -> None:
+        self._message_criteria = list(value)
+
+    @property
+    def current_message(self) -> int:
+        """Index of the instruction being worked on (== len(user_messages) when all hold)."""
+        return self._current_msg
+
+    def messages_done(self) -> bool:
+        """True when there are no follow-up messages or every criterion has held."""
+        msgs = getattr(self, "_user_messages", None) or []
+        return self._current_msg >= len(msgs)
+
+    def _criterion_met(self, index: int) -> bool:
+        criteria = getattr(self, "_message_criteria", None) or []
+        if index >= len(criteria):
+            return False
+        criterion = criteria[index]
+        try:
+            takes_state = _positional_arity(criterion) >= 1
+            return bool(criterion(self._state) if takes_state else criterion())
+        except Exception:  # a criterion that fails on this state is not met
+            return False
+
+    def _advance_if_done(self) -> str:
+        """Check the current message's criterion; on success move to the next message
+        and return the text that announces it (else ""). The reference code's programs
+        define their own and call it inside their tools; ours call it after each tool."""
+        msgs = getattr(self, "_user_messages", None) or []
+        if self._current_msg >= len(msgs) or not self._criterion_met(self._current_msg):
+            return ""
+        self._current_msg += 1
+        if self._current_msg >= len(msgs):
+            what = "<answer>done</answer>" if self._expected_answer is None else "<answer>...</answer>"
+            return f"\n\n[All requests are complete] Submit your final answer with {what}."
+        return (f"\n\n[Request {self._current_msg} of {len(msgs)} is complete] "
+                f"Next request: {msgs[self._current_msg]}")
 
     # ---------------------------------------------------------------- tools
 
@@ -420,13 +504,17 @@ class ToolEnv:
         if answer is not None:
             self._done = True
             try:
-                correct = bool(self.check_answer(answer))
+                correct = self.messages_done() and bool(self.check_answer(answer))
             except Exception:  # a buggy checker must not crash the episode
                 correct = False
             reward = 1.0 if correct else 0.0
             self._return += reward
             info["correct"] = correct
-            return ("Correct!" if correct else "Incorrect."), reward, True, False, info
+            obs = "Correct!" if correct else "Incorrect."
+            if not self.messages_done():
+                obs += (f" Request {self._current_msg + 1} of {len(self._user_messages)} "
+                        "was not complete.")
+            return obs, reward, True, False, info
         try:
             obs = self._dispatch(text)
             reward = 0.0
@@ -454,7 +542,10 @@ class ToolEnv:
             raise _ActionError("Format error: the <tool_call> content is not valid JSON.") from None
         if not isinstance(call, dict) or "name" not in call:
             raise _ActionError('Format error: a tool call is a JSON object with "name" and "arguments".')
+        before = self._current_msg
         obs = self._call_tool(call["name"], call.get("arguments", {}))
+        if self._current_msg == before:  # the tool did not check its criterion itself
+            obs += self._advance_if_done()
         if len(calls) > 1:
             obs += "\n(Only the first tool call of a turn is run.)"
         return obs if obs else "(empty result)"
@@ -516,29 +607,59 @@ def _episode_reset(reset):
 
 _CALL_TEXT = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
 _KWARG = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^,]+)")
+_TAG = re.compile(r"<tool_call>.*?</tool_call>|<answer>.*?</answer>", re.DOTALL | re.IGNORECASE)
+_FINAL = re.compile(r"<answer>(.*?)</answer>|ANSWER\s*:", re.DOTALL | re.IGNORECASE)
 
 
 def _plan_items(env: ToolEnv, sol) -> list:
-    """solution() as a list of items; a reference-style string is parsed best effort."""
+    """solution() as a list of items; a reference-style string is parsed best effort.
+
+    The reference code writes the play as prose: ``"1. cd(path='docs') 2. mkdir(name=
+    'temp') ANSWER: x"`` or, in its multi-turn programs, ``"... 5. <answer>done</answer>"``.
+    Calls of known tools are taken in order, then the final answer."""
     if isinstance(sol, (list, tuple)):
         return list(sol)
     text = str(sol)
-    tags = re.findall(r"<tool_call>.*?</tool_call>|<answer>.*?</answer>", text, re.DOTALL)
-    if tags:
-        return tags
-    # "1. cd(path='docs') -> ... ANSWER: x": calls of known tools, then the answer.
-    answer_part = re.split(r"ANSWER\s*:", text, maxsplit=1)
+    if re.search(r"<tool_call>", text, re.IGNORECASE):
+        return _TAG.findall(text)
+    final = _FINAL.search(text)
+    calls_part = text[:final.start()] if final else text
     names = set(env.available_tools())
     items: list = []
-    for name, args in _CALL_TEXT.findall(answer_part[0]):
+    for name, args in _CALL_TEXT.findall(calls_part):
         if name in names:
-            items.append({"name": name, "arguments": {
-                k: _literal(v) for k, v in _KWARG.findall(args)}})
-    if len(answer_part) > 1:
-        items.append(answer_part[1].strip())
+            items.append({"name": name, "arguments": _call_arguments(args)})
+    if final and final.group(1) is not None:
+        items.append(final.group(1).strip())
+    elif final:
+        items.append(text[final.end():].strip())
     elif env.expected_answer is not None:
         items.append(str(env.expected_answer))
+    elif env.user_messages:
+        items.append("done")
     return items
+
+
+def _call_arguments(args: str) -> dict:
+    """Keyword arguments of a call written as text: Python literals where they parse."""
+    import ast  # only the reference code's prose solutions need it
+
+    try:
+        call = ast.parse(f"f({args})", mode="eval").body
+        return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except (SyntaxError, ValueError):
+        return {k: _literal(v) for k, v in _KWARG.findall(args)}
+
+
+def _positional_arity(fn) -> int:
+    """How many positional arguments ``fn`` takes (a large number for *args)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 1 << 30
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def _literal(v: str):
@@ -555,3 +676,93 @@ def _literal(v: str):
 
 # The SPADE reference code's programs subclass this name without importing it.
 ToolUseBaseEnv = ToolEnv
+
+
+# --------------------------------------------------------------------------- other formats
+# Names that programs written for other frameworks import, so that `spade import` can
+# point their imports here instead of editing their bodies. Written from those
+# frameworks' documented behaviour, not copied.
+
+
+def answer_parse(text: object) -> object:
+    """Stands in for ``math_verify.parse`` (the reference code's games import it): the
+    text itself, compared later by ``answer_verify``."""
+    return text
+
+
+def answer_verify(gold: object, target: object) -> bool:
+    """Stands in for ``math_verify.verify``: ``math_equal`` on the two answers."""
+    return math_equal(gold, target)
+
+
+TERMINAL_STATE = "<|TERMINAL_STATE|>"  # GEM's marker observation of a finished episode
+
+
+class TextArenaGameReward:
+    """GEM's reward constants for text games (``gem.utils.constants``)."""
+
+    success_reward = 1.0
+    success_internal_reward = 0.1
+    internal_step_reward = 0.0
+    fail_reward = 0.0
+    invalid_action_reward = -0.05
+    format_error_reward = -0.1
+
+
+LanguageGameReward = TextArenaGameReward  # the name GEM's newer games import
+
+
+def extract_last_boxed_answer(text: str) -> str | None:
+    """GEM's parser: the content of the last ``\\boxed{...}``, else None."""
+    return extract_boxed(text)
+
+
+def extract_last_tagged_answer(text: str) -> str | None:
+    """GEM's parser: the content of the last ``<answer>...</answer>``, else None."""
+    return extract_answer_tag(text)
+
+
+class GemEnv:
+    """``gem.core.Env`` for GEM text games converted by ``spade import --format gem``.
+
+    GEM seeds Python's ``random`` (and numpy's) from the seed handed to ``reset``
+    through its ``make``/wrapper machinery, and its games draw from the global
+    generators. Here every subclass's ``reset(seed)`` is wrapped to do that seeding
+    first, so the same seed gives the same episode. ``options`` is accepted and
+    ignored (GEM's reset has none)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "reset" in cls.__dict__ and not getattr(cls.__dict__["reset"], "_spade_wrapped", False):
+            cls.reset = _gem_reset(cls.__dict__["reset"])
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._np_random_seed = seed
+        return None
+
+    def sample_random_action(self) -> str:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def _gem_reset(reset):
+    @functools.wraps(reset)
+    def wrapper(self, seed=None, options=None, **kwargs):
+        if seed is not None:
+            import random
+            import sys
+
+            random.seed(seed)
+            np = sys.modules.get("numpy")  # only when the program imported numpy itself
+            if np is not None:
+                np.random.seed(seed % (1 << 32))
+        return reset(self, seed, **kwargs)
+
+    wrapper._spade_wrapped = True
+    return wrapper
