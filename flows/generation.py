@@ -1,11 +1,12 @@
 """One SPADE generation as a Prefect flow: flow ``spade``, deployment ``generation``.
 
-    sample_documents -> design_environments -> validate_environments -> rollout (no hint,
-    hint) -> score_regret -> train_step -> update_memory -> evaluate_generation
-    -> log_generation
+    sample_documents -> warmstart -> design_environments -> validate_environments
+    -> rollout (no hint, hint) -> score_regret -> train_step -> update_memory
+    -> evaluate_generation -> log_generation
 
+``warmstart`` fine-tunes the designer role (``warmstart.enabled``; off: it does nothing).
 ``designer.mode: fixed`` (the fixed-environment baseline) runs the same flow with the
-first three stages empty, so the agent trains on the fixed pool alone;
+first four stages empty, so the agent trains on the fixed pool alone;
 ``evaluate_generation`` runs held-out suites every ``eval.every`` generations.
 
 Each stage is a task wrapping a plain function of ``spade_tasks``; its rows go to the
@@ -37,6 +38,14 @@ def sample_documents(cfg: Config, generation: int) -> list[str]:
     rt = open_runtime(cfg)
     return staged(rt, generation, "sample_documents",
                   lambda: corpus.sample_stage(rt, generation))
+
+
+@task(name="warmstart", cache_policy=NO_CACHE)
+def warmstart(cfg: Config, generation: int) -> dict:
+    from spade_tasks import warmstart as warm
+
+    rt = open_runtime(cfg)
+    return staged(rt, generation, "warmstart", lambda: warm.warmstart_stage(rt, generation))
 
 
 @task(name="design_environments", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
@@ -136,6 +145,7 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     t0 = time.perf_counter()
 
     doc_ids = sample_documents(cfg, generation)
+    warm = warmstart(cfg, generation)
     design_ids = design_environments(cfg, generation, doc_ids)
     new_env_ids = validate_environments(cfg, generation, design_ids)
     played = rollout(cfg, generation, new_env_ids)
@@ -147,6 +157,7 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     summary = {"generation": generation, "documents": len(doc_ids),
                "designs": len(design_ids), "accepted": len(new_env_ids),
                **played, **scores, **trained, **memory, **evals,
+               **{k: v for k, v in warm.items() if k != "checkpoint"},
                "wall_s": time.perf_counter() - t0,
                "timings": dict(rt.timings)}
     return log_generation(cfg, generation, summary)

@@ -735,6 +735,36 @@ def cmd_design(args) -> int:
     return 0
 
 
+def _add_warmstart(sub) -> None:
+    w = sub.add_parser(
+        "warmstart", help="the designer's warm start alone (cached by content)",
+        description="Supervised fine-tuning of the designer role on (designer prompt -> "
+        "program) pairs from the config's warmstart.sources, as the flow's warmstart stage "
+        "runs it before the first generation; the checkpoint is cached by content, so the "
+        "flow then reuses it.",
+        epilog="example:\n  spade warmstart --config configs/cpu-tiny.yaml --json")
+    _add_config(w)
+    w.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    _add_root(w)
+    w.set_defaults(fn=cmd_warmstart)
+
+
+def _add_report(sub) -> None:
+    rp = sub.add_parser(
+        "report", help="one row per generation: validity, rewards, win rates, samples trained",
+        description="The learning curves of a self-play run: per generation the designs, "
+        "accepted non-duplicates, validity rate, rejections by check, designer reward, "
+        "samples trained per role, win rates with and without hint, regret. Writes the "
+        "curves as a PNG beside the run (and to MLflow).",
+        epilog="examples:\n  spade report\n  spade report --run cpu-tiny --json")
+    _add_config(rp)
+    rp.add_argument("--run", default=None, metavar="NAME",
+                    help="self-play run (default: the config's run.name)")
+    rp.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    _add_root(rp)
+    rp.set_defaults(fn=cmd_report)
+
+
 def _add_design(sub) -> None:
     d = sub.add_parser(
         "design", help="write, validate and record designs (no rollouts)",
@@ -791,6 +821,41 @@ def _eval_compare(cfg, a: str, b: str) -> int:
     return 0
 
 
+def cmd_warmstart(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    from spade_tasks.warmstart import run_warmstart
+
+    res = run_warmstart(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    where = "cached" if res["warmstart_cached"] else "trained"
+    print(f"warm start ({where}): {res['warmstart_programs']} programs, "
+          f"{res['warmstart_pairs']} pairs, {res['warmstart_steps']} steps, loss "
+          f"{res['warmstart_loss_first']} -> {res['warmstart_loss_last']}, "
+          f"{res['warmstart_s']:.0f} s")
+    print(f"checkpoint: {res['checkpoint']}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from spade_tasks.config import load_config
+
+    cfg = load_config(args.config)
+    from spade_tasks import report
+
+    obj, png = report.report(cfg, args.run)
+    if args.json:
+        print(json.dumps(obj))
+    else:
+        print(f"run {obj['run']}")
+        print(report.table(obj["generations"]))
+    print(f"curves: {png}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
 def cmd_eval(args) -> int:
     from spade_tasks.config import load_config
 
@@ -844,8 +909,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-COMMANDS = [_add_run_command, _add_validate, _add_play, _add_envs, _add_designs,
-            _add_episodes, _add_design, _add_eval, _add_import, _add_serve]
+COMMANDS = [_add_run_command, _add_report, _add_validate, _add_play, _add_envs, _add_designs,
+            _add_episodes, _add_design, _add_warmstart, _add_eval, _add_import, _add_serve]
 """Each adds one command to the subparsers, in the order ``spade --help`` lists them."""
 
 

@@ -167,6 +167,15 @@ class DesignerConfig(_Section):
     """Environment programs written per generation (one grounding document each)."""
     max_new_tokens: int = Field(1024, ge=64, le=32768)
     """Token budget of one design."""
+    prefill: str = ""
+    """Opening of the designer's answer, written for the model (e.g. a code fence and the
+    imports), which it continues: a small model then writes code instead of prose. It is
+    part of the program parsed, never of the tokens trained. "" is off."""
+    temperature: float | None = Field(None, ge=0.0, le=5.0)
+    """Sampling temperature of designs; None uses ``model.temperature``."""
+    prompt: Literal["full", "short"] = "full"
+    """The contract in the system prompt: ``full`` (with an example skeleton) or ``short``
+    (a few lines, for small models whose context and compute are scarce; games only)."""
     memory_examples: int = Field(2, ge=0, le=32)
     """Memory entries shown in the prompt as positive examples."""
     training: bool = True
@@ -174,13 +183,56 @@ class DesignerConfig(_Section):
     reward: str = "regret"
     """Designer reward function: regret | blend | solve_rate | learning_potential (or any
     name registered with ``regret.register_designer_reward``)."""
-    rejected_reward: float = Field(-1.0, lt=0)
-    """Reward of a design the validator rejected (negative)."""
+    rejected_reward: Literal["graded", "constant"] = "graded"
+    """Reward of a design the validator rejected, always below any accepted design's:
+    ``graded`` (partial credit for how far it got through the validator's checks, and
+    within the first checks for how much of it parses and which contract parts it has;
+    ``regret.rejection_progress``) or ``constant`` (``rejected_constant`` for every one)."""
+    rejected_constant: float = Field(-1.0, lt=0)
+    """The reward of every rejected design under ``rejected_reward: constant``."""
+
+    @model_validator(mode="after")
+    def _short_prompt_setting(self) -> "DesignerConfig":
+        if self.prompt == "short" and self.setting != "games":
+            raise ValueError("prompt: short exists for setting games only")
+        return self
 
     @field_validator("reward")
     @classmethod
     def _known_reward(cls, v: str) -> str:
         return _registered(registry.DESIGNER_REWARDS, v)
+
+
+class WarmstartConfig(_Section):
+    """Supervised fine-tuning of the designer role before it designs (``spade_tasks/
+    warmstart.py``): on (designer prompt -> program) pairs from the seed pool before the
+    first generation, and on the designs accepted so far before each later one
+    (rejection-sampling fine-tuning)."""
+
+    enabled: bool = False
+    """Run the warm start (a stage before ``design_environments``)."""
+    sources: list[Path] = [REPO_ROOT / "environments_store" / "seeds",
+                           REPO_ROOT / "environments_store" / "reasoning_gym"]
+    """Folders of programs for the first warm start; only programs of the designer's
+    setting (games or tool use) are used."""
+    max_similarity: float = Field(0.5, gt=0, le=1)
+    """A program this similar (``memory.jaccard`` of ``memory.features``) to one already
+    taken is left out, so one template (the eight Reasoning Gym wrappers) does not
+    dominate what the model learns; 1 keeps every program."""
+    docs_per_program: int = Field(3, ge=1, le=1000)
+    """Pairs per program, each with a different grounding document."""
+    steps: int = Field(0, ge=0, le=100_000)
+    """Supervised steps of the first warm start (0: none)."""
+    batch_size: int = Field(1, ge=1, le=4096)
+    """Pairs per supervised step."""
+    lr: float = Field(2e-5, gt=0, le=1.0)
+    """Learning rate of supervised steps (the policy-gradient steps keep training.lr)."""
+    accepted_steps: int = Field(0, ge=0, le=100_000)
+    """Supervised steps before each later generation on the designs accepted (and not
+    duplicates) so far; 0 turns the rejection-sampling fine-tuning off."""
+    max_tokens: int = Field(4096, ge=64, le=1_000_000)
+    """Pairs longer than this (prompt + program tokens) are left out; so are programs
+    longer than ``designer.max_new_tokens`` (a design could not hold them)."""
 
 
 class MemoryConfig(_Section):
@@ -332,6 +384,7 @@ class Config(_Section):
     validation: ValidationConfig = ValidationConfig()
     corpus: CorpusConfig = CorpusConfig()
     designer: DesignerConfig = DesignerConfig()
+    warmstart: WarmstartConfig = WarmstartConfig()
     memory: MemoryConfig = MemoryConfig()
     rollout: RolloutConfig = RolloutConfig()
     tracking: TrackingConfig = TrackingConfig()

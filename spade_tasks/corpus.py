@@ -267,6 +267,21 @@ def sample_documents(store: Store, run: str, generation: int, n: int, seed: int,
     return docs
 
 
+def draw_documents(n: int, seed: int, cfg: CorpusConfig | None = None) -> list[Document]:
+    """``n`` documents drawn by ``seed`` alone, recording nothing (for the warm start's
+    pairs, which belong to no generation); [] for the ``none`` source."""
+    cfg = cfg or CorpusConfig()
+    ds = load_corpus(cfg)
+    if ds is None:
+        return []
+    import datasets
+
+    rng = _rng(seed, 0)
+    if isinstance(ds, datasets.IterableDataset):
+        return _sample_streamed(ds, cfg, {}, n, rng)
+    return _sample_indexed(ds, cfg, {}, n, rng)
+
+
 __all__ = ["Document", "CorpusError", "load_corpus", "sample_documents", "truncate_words",
            "clean_wikitext"]
 

@@ -35,6 +35,8 @@ from spade_tasks.validation import Report, validate_source
 
 PROMPTS = Path(__file__).parent / "prompts"
 SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
+SHORT_SYSTEM_PROMPTS = {"games": "designer_games_short.txt"}
+"""The contract in a few lines, for small models (``designer.prompt: short``)."""
 EXAMPLE_CHARS = 3500
 """Code characters shown per positive example (two fit a small model's context)."""
 MAX_TITLES = 40
@@ -86,13 +88,15 @@ def _example_block(e: MemoryEntry) -> str:
             f"```python\n{_clip(e.record.source.strip(), EXAMPLE_CHARS)}\n```")
 
 
-def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -> list[dict]:
+def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
+                 style: str = "full") -> list[dict]:
     """The chat messages for one design: the setting's contract, then the task.
 
     What every design of a generation shares (contract, memory examples, titles) comes
     before the document, so the backend computes that long common prefix once for the
     whole batch (``TransformersBackend._share_prefixes``)."""
-    system = (PROMPTS / SYSTEM_PROMPTS[setting]).read_text(encoding="utf-8")
+    files = SHORT_SYSTEM_PROMPTS if style == "short" else SYSTEM_PROMPTS
+    system = (PROMPTS / files[setting]).read_text(encoding="utf-8")
     if doc is not None:
         document = ("Take the theme, setting, names and facts of your environment from this "
                     "text. The environment must stand on its own: its observations and "
@@ -119,6 +123,11 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str) -
         document=document, examples=ex, negatives=neg, titles=titles)
     user = re.sub(r"\n{3,}", "\n\n", user).strip()
     return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user}]
+
+
+def with_prefill(messages: list[dict], prefill: str) -> list[dict]:
+    """The chat with the assistant's answer started as ``prefill`` (unchanged when "")."""
+    return [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
 
 
 # -- parse ---------------------------------------------------------------------------
@@ -165,13 +174,17 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     """One completion per document (None: no document) in ONE batched generate call,
     each parsed into a program; a completion without code is already rejected."""
     setting = cfg.designer.setting
-    prompts = [build_prompt(d, examples, setting) for d in docs]
+    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt),
+                            cfg.designer.prefill)
+               for d in docs]
+    overrides = {} if cfg.designer.temperature is None else {
+        "temperature": cfg.designer.temperature}
     params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
-                                        seed=seed)
+                                        seed=seed, **overrides)
     comps = backend.generate(prompts, params) if prompts else []
     out = []
     for i, (doc, prompt, comp) in enumerate(zip(docs, prompts, comps)):
-        source = extract_program(comp.text)
+        source = extract_program(comp.full_text)
         d = Design(i, doc.doc_id if doc else None, setting, prompt, comp, source)
         if source is None:
             d.reasons = [NO_CODE]
@@ -338,7 +351,8 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
     key = {"run": run, "generation": generation}
     store.replace_rows("designs", key, [{
         "run": run, "generation": generation, "design_idx": d.design_idx, "doc_id": d.doc_id,
-        "setting": d.setting, "prompt": json.dumps(d.prompt), "completion": d.completion.text,
+        "setting": d.setting, "prompt": json.dumps(d.prompt),
+        "completion": d.completion.full_text,
         "prompt_token_ids": list(d.completion.prompt_token_ids),
         "token_ids": list(d.completion.token_ids), "logprobs": list(d.completion.logprobs),
         "env_id": d.env_id, "accepted": d.accepted, "reasons": list(d.reasons), "reward": None,

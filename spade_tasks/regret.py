@@ -180,6 +180,166 @@ def designer_reward(stats: DesignStats | None, name: str, rejected_reward: float
     return rejected_reward if stats is None else float(fn(stats))
 
 
+# ---------------------------------------------------------------- rejected designs
+# A rejected design earns less than any accepted one, whatever the designer reward. The
+# `graded` reward says how far it got, so that when every design of a generation is
+# rejected (a small model's first generations) the group still has spread to learn from.
+
+LOWEST_ACCEPTED: dict[str, float] = {
+    "regret": -2.0,  # hint arm all -1, no-hint arm all +1 (returns are capped to [-1, 1])
+    "blend": 0.0,
+    "solve_rate": 0.0,
+    "learning_potential": 0.0,
+}
+"""Lowest reward an accepted design can earn under each built-in designer reward; a
+reward registered elsewhere is assumed to be bounded below like ``regret``."""
+GRADED_GAP = 0.05
+"""Distance between the best rejected reward and the lowest accepted one."""
+GRADED_SPAN = 1.0
+"""Distance between the worst and the best rejected reward."""
+
+REJECTION_STAGES: tuple[str, ...] = (
+    "no_code", "parse", "env_class", "imports", "load", "max_turns", "limits",
+    "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
+    "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
+    "non_trivial", "floor_gap", "reward_well_formed", "hint", "resource_bounds",
+)
+"""The validator's checks in the order a program meets them (``validation.check_names()``;
+a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
+first by the probe actions). A rejection's progress is its check's position here."""
+GAMING_CHECKS = frozenset({"duplicate", "hint_leak", "reward_overflow"})
+"""Rejections that mean the design tried to earn without a new, honest environment:
+they earn the floor, never credit for getting far (a copied seed gets through every
+other check; a leaked hint or a reward past 1.0 buys regret)."""
+FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
+"""The reason a design whose environment the rollout flagged is scored under."""
+_FIRST_DYNAMIC = REJECTION_STAGES.index("load")
+
+CONTRACT_PARTS: tuple[tuple[str, str], ...] = (
+    ("env_class", r"^\s*class\s+(?:\w*Env|Environment)\b"),
+    ("reset", r"^\s*def\s+reset\s*\("),
+    ("step", r"^\s*def\s+step\s*\("),
+    ("oracle", r"^\s*def\s+(?:oracle|solution)\s*\("),
+    ("max_turns", r"^\s*max_turns\s*=\s*\d+"),
+)
+"""Parts of the environment contract, found by pattern in text that may not parse."""
+
+
+def check_name(reason: str) -> str:
+    """The check a rejection reason names (``"parse: no python code block"`` is
+    ``no_code``: a completion with nothing to parse)."""
+    if reason.startswith("parse: no python code block"):
+        return "no_code"
+    return reason.split(":", 1)[0].strip()
+
+
+def contract_fraction(text: str) -> float:
+    """Fraction of ``CONTRACT_PARTS`` present in ``text`` (0..1)."""
+    import re
+
+    found = sum(bool(re.search(pat, text, re.M)) for _, pat in CONTRACT_PARTS)
+    return found / len(CONTRACT_PARTS)
+
+
+def parsed_fraction(source: str) -> float:
+    """Fraction of the program's lines before its first syntax error: the longest
+    prefix of whole lines that parses, over all lines (1.0 for a program that parses)."""
+    import ast
+
+    lines = source.splitlines()
+    if not lines:
+        return 0.0
+
+    def parses(n: int) -> bool:
+        try:
+            ast.parse("\n".join(lines[:n]))
+        except (SyntaxError, ValueError):
+            return False
+        return True
+
+    if parses(len(lines)):
+        return 1.0
+    # A prefix may end inside an open block or string and fail though the lines before
+    # parse, so every line boundary is tried, longest first.
+    best = next((n for n in range(len(lines) - 1, 0, -1) if parses(n)), 0)
+    return best / len(lines)
+
+
+def rejection_progress(reasons: Sequence[str], source: str | None, text: str = "") -> float:
+    """How far a rejected design got, in [0, 1): its first reason's check position in
+    ``REJECTION_STAGES``, refined inside the first stages (which part of the program
+    parses, which parts of the contract appear) so that designs failing the same early
+    check still differ. Gaming rejections (``GAMING_CHECKS``) make no progress; a check
+    this list does not know counts as the first dynamic one."""
+    name = check_name(reasons[0]) if reasons else "no_code"
+    if name in GAMING_CHECKS:
+        return 0.0
+    stage = REJECTION_STAGES.index(name) if name in REJECTION_STAGES else _FIRST_DYNAMIC
+    within = 0.0
+    if name == "no_code":
+        within = 0.5 * contract_fraction(text)
+    elif name == "parse" and source is not None:
+        within = 0.5 * parsed_fraction(source) + 0.5 * contract_fraction(source)
+    elif name == "env_class" and source is not None:
+        within = contract_fraction(source)
+    # A fraction of exactly 1 would tie the next stage's start: keep it inside its stage.
+    within = min(within, 0.999)
+    return (stage + within) / len(REJECTION_STAGES)
+
+
+RejectionReward = Callable[..., float]
+REJECTION_REWARDS: dict[str, RejectionReward] = {}
+
+
+def register_rejection_reward(name: str) -> Callable[[RejectionReward], RejectionReward]:
+    """Decorator: add a rejected-design reward under ``name``; a taken name is an error.
+
+    The function takes ``(reasons, source, text, *, reward_name, constant)`` and must
+    stay below ``lowest_accepted(reward_name)``."""
+
+    def decorate(fn: RejectionReward) -> RejectionReward:
+        if name in REJECTION_REWARDS:
+            raise RewardError(f"rejection reward {name!r} is already registered")
+        REJECTION_REWARDS[name] = fn
+        return fn
+
+    return decorate
+
+
+def lowest_accepted(reward_name: str) -> float:
+    """The lowest reward an accepted design can earn under ``reward_name``."""
+    return LOWEST_ACCEPTED.get(reward_name, LOWEST_ACCEPTED["regret"])
+
+
+@register_rejection_reward("constant")
+def constant_rejection(reasons: Sequence[str], source: str | None, text: str = "", *,
+                       reward_name: str = "regret", constant: float = -1.0) -> float:
+    """The same negative reward for every rejection (the reference code's)."""
+    if constant >= 0:
+        raise ConfigError(f"rejected_constant must be negative, got {constant}")
+    return constant
+
+
+@register_rejection_reward("graded")
+def graded_rejection(reasons: Sequence[str], source: str | None, text: str = "", *,
+                     reward_name: str = "regret", constant: float = -1.0) -> float:
+    """Partial credit for how far the design got (``rejection_progress``), on a span of
+    ``GRADED_SPAN`` that ends ``GRADED_GAP`` below the lowest accepted reward."""
+    top = min(0.0, lowest_accepted(reward_name)) - GRADED_GAP
+    return top - GRADED_SPAN * (1.0 - rejection_progress(reasons, source, text))
+
+
+def rejection_reward(kind: str, reasons: Sequence[str], source: str | None, text: str = "",
+                     *, reward_name: str = "regret", constant: float = -1.0) -> float:
+    """The reward of one rejected design under the rejection reward named ``kind``."""
+    try:
+        fn = REJECTION_REWARDS[kind]
+    except KeyError:
+        raise ConfigError(f"unknown rejection reward {kind!r} "
+                          f"(known: {sorted(REJECTION_REWARDS)})") from None
+    return float(fn(reasons, source, text, reward_name=reward_name, constant=constant))
+
+
 # ---------------------------------------------------------------- advantages
 
 
@@ -218,6 +378,15 @@ def grouped_advantages(
 # ---------------------------------------------------------------- the flow's stage
 
 
+def _rejected_design_reward(dcfg, reasons, completion: str | None) -> float:
+    """A recorded rejected design's reward under the run's ``designer.rejected_reward``."""
+    from spade_tasks.designer import extract_program
+
+    text = completion or ""
+    return rejection_reward(dcfg.rejected_reward, list(reasons or []), extract_program(text),
+                            text, reward_name=dcfg.reward, constant=dcfg.rejected_constant)
+
+
 def score_stage(rt, generation: int) -> dict:
     """Regret of every environment played this generation, and each design's reward.
 
@@ -246,7 +415,7 @@ def score_stage(rt, generation: int) -> dict:
                                    / len(stats))
         stats = {env: design_stats(by_env[env][True], by_env[env][False], baseline)
                  for env in stats}
-    name, rejected = cfg.designer.reward, cfg.designer.rejected_reward
+    name, rejected = cfg.designer.reward, cfg.designer.rejected_constant
     rows = [{"run": run, "generation": generation, "env_id": env, "episodes": s.n_episodes,
              "mean_return_hint": s.mean_return_with_hint,
              "mean_return_no_hint": s.mean_return_without_hint,
@@ -254,22 +423,24 @@ def score_stage(rt, generation: int) -> dict:
              "regret": s.regret, "designer_reward": designer_reward(s, name, rejected)}
             for env, s in sorted(stats.items())]
     store.replace_rows("regrets", {"run": run, "generation": generation}, rows)
-    designs = store.rows("SELECT design_idx, env_id, accepted FROM designs WHERE run = ? AND"
-                         " generation = ? ORDER BY design_idx", [run, generation])
+    designs = store.rows("SELECT design_idx, env_id, accepted, reasons, completion FROM designs"
+                         " WHERE run = ? AND generation = ? ORDER BY design_idx", [run, generation])
     rewards = []
     cur = store.cursor()
     cur.execute("BEGIN TRANSACTION")
     for d in designs:
         if d["accepted"] and d["env_id"] in flagged:
-            r = designer_reward(None, name, rejected)
+            r = _rejected_design_reward(cfg.designer, [FLAGGED_REASON], d["completion"])
         elif d["accepted"] and d["env_id"] not in stats:
             # Accepted but not measured (no hint could be written for it this generation):
             # no reward at all (NULL), so it stays out of the designer's group
             # normalisation; a 0.0 next to rejected designs' negative rewards would be a
             # positive advantage for an environment nobody measured.
             r = None
+        elif d["accepted"]:
+            r = designer_reward(stats.get(d["env_id"]), name, rejected)
         else:
-            r = designer_reward(stats.get(d["env_id"]) if d["accepted"] else None, name, rejected)
+            r = _rejected_design_reward(cfg.designer, d["reasons"], d["completion"])
         if r is not None:
             rewards.append(r)
         cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"

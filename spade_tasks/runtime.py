@@ -76,15 +76,23 @@ class Runtime:
         return rows[-1]["generation"] + 1 if rows else 0
 
     def latest_checkpoint(self) -> str | None:
-        """The newest finished generation's checkpoint (None: start from the base model).
+        """The newest weights: a finished generation's checkpoint, or a warm start's that
+        ran after it (before the next generation's designs); None: the base model.
 
         Generations that took no step wrote none; checkpoints that retention deleted
         (spade_tasks/checkpoints.py never deletes the newest) are skipped."""
         rows = self.store.rows(
-            "SELECT checkpoint FROM generations g WHERE run = ? AND status = 'done'"
+            "SELECT generation, checkpoint FROM generations g WHERE run = ? AND status = 'done'"
             " AND checkpoint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM checkpoints c"
             " WHERE c.run = g.run AND c.path = g.checkpoint AND c.deleted_at IS NOT NULL)"
             " ORDER BY generation DESC LIMIT 1", [self.run])
+        warm = self.store.rows(
+            "SELECT generation, json_extract_string(result, '$.checkpoint') AS checkpoint"
+            " FROM stages WHERE run = ? AND stage = 'warmstart' AND"
+            " json_extract_string(result, '$.checkpoint') IS NOT NULL"
+            " ORDER BY generation DESC LIMIT 1", [self.run])
+        if warm and (not rows or warm[0]["generation"] > rows[0]["generation"]):
+            return warm[0]["checkpoint"]
         return rows[0]["checkpoint"] if rows else None
 
     def begin_generation(self, generation: int) -> None:

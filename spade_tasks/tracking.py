@@ -198,6 +198,12 @@ def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
     if a["n"]:
         m["agent_reward"] = a["r"]
         m["episodes"] = a["n"]
+    for key in ("warmstart_steps", "warmstart_pairs", "warmstart_loss_first",
+                "warmstart_loss_last", "warmstart_s", "train_samples_designer",
+                "train_samples_agent"):
+        v = summary.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            m[key] = v
     for key in ("loss", "approx_kl", "kl_ref", "clip_fraction", "grad_norm", "train_tokens_per_s",
                 "rollout_tokens_per_s", "design_tokens_per_s", "memory_diversity", "memory_size"):
         v = summary.get(key)
@@ -223,6 +229,8 @@ def log_stage(rt, generation: int, summary: dict) -> dict:
     metrics = generation_metrics(rt, generation, summary)
     tr.metrics(child, metrics, step=generation)
     tr.metrics(parent, metrics, step=generation)
+    for step, loss in enumerate(summary.get("warmstart_losses") or []):
+        tr.metrics(child, {"warmstart.loss": loss}, step=step)
     tr.json(child, summary, "summary.json")
     for env in rt.store.rows("SELECT env_id, source FROM environments WHERE run = ? AND"
                              " generation = ? AND origin = 'designed'", [rt.run, generation]):

@@ -68,6 +68,24 @@ class StepMetrics:
     """Mean k3 KL to the reference model, when one is loaded."""
 
 
+@dataclass(frozen=True)
+class SFTSample:
+    """One supervised pair: the target ids are learned, the prompt ids only condition."""
+
+    prompt_ids: list[int]
+    target_ids: list[int]
+
+
+@dataclass(frozen=True)
+class SFTMetrics:
+    """What one supervised step did."""
+
+    loss: float
+    """Mean negative log-likelihood per target token, before the update."""
+    tokens: int
+    step_time_s: float
+
+
 # ---------------------------------------------------------------- pure tensor pieces
 
 
@@ -430,6 +448,38 @@ class TrainEngine:
             tokens_by_role=by_role,
             kl_ref=sums["kl_ref"] / total_tokens if self.ref_model is not None else None,
         )
+
+    def sft_step(self, samples: Sequence[SFTSample], lr: float) -> SFTMetrics:
+        """One supervised update at learning rate ``lr``: mean negative log-likelihood of
+        every target token of the batch (prompt tokens condition, never count). The
+        optimizer's own learning rate is restored afterwards, so policy-gradient steps
+        that follow keep theirs."""
+        if not samples:
+            raise TrainingError("supervised step on an empty batch")
+        rows = [TrainSample("designer", s.prompt_ids, s.target_ids, [0.0] * len(s.target_ids),
+                            0.0) for s in samples]
+        _validate(rows)
+        device = self.engine.device
+        total = sum(len(s.target_ids) for s in samples)
+        t0 = time.perf_counter()
+        self.engine.train()
+        groups = self.engine.optimizer.param_groups
+        saved = [g["lr"] for g in groups]
+        for g in groups:
+            g["lr"] = lr
+        nll = 0.0
+        try:
+            for chunk in _micro_batches(rows, self.config.micro_batch_size):
+                mb = _collate(chunk, self.pad_id)
+                logp = _token_logprobs(self.engine, mb, device)
+                loss = -(logp * mb.comp_mask.to(device)).sum() / total
+                self.engine.backward(loss, scale_wrt_gas=False)
+                nll += float(loss.detach())
+            self.engine.step()
+        finally:
+            for g, old in zip(groups, saved):
+                g["lr"] = old
+        return SFTMetrics(loss=nll, tokens=total, step_time_s=time.perf_counter() - t0)
 
     def save_checkpoint(self, directory: str | Path) -> Path:
         """Write a Hugging Face checkpoint (model + tokenizer, safetensors) to

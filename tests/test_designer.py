@@ -173,6 +173,42 @@ def test_real_model_designs_are_recorded(tmp_path, monkeypatch):
             assert r["accepted"] or r["reasons"]
 
 
+def test_prefill_is_parsed_with_the_completion_but_never_generated():
+    from spade_tasks.llm.scripted import ScriptedBackend as ByteBackend
+
+    prefill = "```python\nimport random\n"
+    rest = GOOD.replace("import random\n", "", 1) + "```"
+    backend = ByteBackend([rest])
+    cfg = CFG.model_copy(update={"designer": DesignerConfig(max_new_tokens=4096,
+                                                            prefill=prefill, temperature=0.3)})
+    (d,) = design(backend, DOCS[:1], PromptExamples([], [], []), cfg, seed=0)
+    conv, params = backend.calls[0][0][0], backend.calls[0][1]
+    assert conv[-1] == {"role": "assistant", "content": prefill} and params.temperature == 0.3
+    # The program is the prefill and the generated text together ...
+    assert d.source is not None and d.source.startswith("import random\n")
+    assert d.completion.full_text == prefill + rest
+    # ... while the prompt ends with the prefill and only the generated text is sampled.
+    tok = backend.tokenizer
+    assert tok.decode(d.completion.prompt_token_ids).endswith("<assistant>" + prefill)
+    assert tok.decode(d.completion.token_ids) == rest
+
+
+def test_prefill_text_is_recorded_as_the_completion(tmp_path):
+    from spade_tasks.llm.scripted import ScriptedBackend as ByteBackend
+
+    prefill = "```python\nimport random\n"
+    backend = ByteBackend([GOOD.replace("import random\n", "", 1) + "```"])
+    cfg = CFG.model_copy(update={"designer": DesignerConfig(max_new_tokens=4096,
+                                                            prefill=prefill)})
+    designs = design(backend, DOCS[:1], PromptExamples([], [], []), cfg, seed=0)
+    with Store(tmp_path / "s.duckdb") as store:
+        record_designs(store, "r", 0, designs, root=tmp_path / "envs")
+        from spade_tasks.designer import load_designs
+
+        (again,) = load_designs(store, "r", 0)
+    assert again.source == designs[0].source
+
+
 # -- the duplicate rule: refused at validation time, before any reward ------------------
 
 

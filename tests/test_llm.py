@@ -371,3 +371,18 @@ def test_converted_model_cache_is_keyed_by_content_not_install_time(tmp_path):
         return _content_key(str(p), st.st_size, st.st_mtime_ns)
 
     assert key(a) == key(b) != key(c)
+
+
+def test_a_final_assistant_message_is_a_prefill_the_model_continues():
+    from spade_tasks.llm.base import prefill_of, render_prompts
+    from spade_tasks.llm.scripted import ScriptedBackend, _ByteTokenizer
+
+    tok = _ByteTokenizer()
+    user = [{"role": "user", "content": "write"}]
+    plain, pre = render_prompts(tok, [user, user + [{"role": "assistant", "content": "```py\n"}]],
+                                None)
+    assert tok.decode(pre) == tok.decode(plain) + "```py\n"
+    assert prefill_of(user) == "" and prefill_of(user + [{"role": "assistant", "content": "x"}]) == "x"
+    (c,) = ScriptedBackend(["print(1)"]).generate(
+        [user + [{"role": "assistant", "content": "```py\n"}]], SamplingParams(max_new_tokens=64))
+    assert c.prefill == "```py\n" and c.text == "print(1)" and c.full_text == "```py\nprint(1)"

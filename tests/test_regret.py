@@ -184,6 +184,151 @@ def test_advantages_are_finite_for_tiny_spread():
     assert all(math.isfinite(a) for a in adv)
 
 
+# ---------------------------------------------------------------- rejected designs
+
+from spade_tasks.regret import (  # noqa: E402
+    GAMING_CHECKS, REJECTION_STAGES, check_name, contract_fraction, graded_rejection,
+    lowest_accepted, score_stage,
+    parsed_fraction, rejection_progress, rejection_reward)
+
+_GOOD = '''import random
+
+class CoinEnv:
+    max_turns = 3
+
+    def reset(self, seed=None, options=None):
+        return "x", {}
+
+    def step(self, action):
+        return "y", 0.0, True, False, {}
+
+    def oracle(self):
+        return "1"
+'''
+
+
+def test_check_name_reads_the_reason_prefix():
+    assert check_name("parse: no python code block") == "no_code"
+    assert check_name("parse: line 3: invalid syntax") == "parse"
+    assert check_name("oracle_feasible: oracle reached total 0") == "oracle_feasible"
+
+
+def test_parsed_fraction_is_the_prefix_before_the_first_syntax_error():
+    assert parsed_fraction(_GOOD) == 1.0
+    lines = _GOOD.splitlines()
+    broken = "\n".join(lines[:8] + ["    def step(self, action:"] + lines[9:])
+    frac = parsed_fraction(broken)
+    assert 0.4 < frac < 0.7  # the lines before the broken `def step` parse
+    assert parsed_fraction("def f(:\n  pass\n") == 0.0
+
+
+def test_contract_fraction_counts_parts_in_text_that_may_not_parse():
+    assert contract_fraction(_GOOD) == 1.0
+    assert contract_fraction("class CoinEnv:\n    def reset(self):\n        (((") == 0.4
+    assert contract_fraction("Once upon a time") == 0.0
+
+
+def test_progress_follows_the_validator_order():
+    order = ["parse: no python code block", "parse: line 1: x", "env_class: y", "imports: z",
+             "load: boom", "step_return: bad", "gymnasium: w", "oracle_feasible: no",
+             "non_trivial: echo", "resource_bounds: slow"]
+    got = [rejection_progress([r], _GOOD if not r.startswith("parse: no") else None, "")
+           for r in order]
+    assert got == sorted(got) and len(set(got)) == len(got)
+    assert all(0.0 <= p < 1.0 for p in got)
+
+
+def test_progress_within_the_first_checks_separates_designs_failing_the_same_check():
+    worse = "class Foo:\n  x = (\n"
+    better = _GOOD.replace("    def oracle(self):\n        return \"1\"\n", "    def oracle(self:\n")
+    p_worse = rejection_progress(["parse: line 2: '(' was never closed"], worse)
+    p_better = rejection_progress(["parse: line 13: invalid syntax"], better)
+    assert p_worse < p_better < rejection_progress(["env_class: none"], _GOOD)
+    prose = rejection_progress(["parse: no python code block"], None, "Hello there")
+    codey = rejection_progress(["parse: no python code block"], None, "class AEnv: def reset(")
+    assert prose < codey < p_worse
+
+
+def test_every_validator_check_has_a_place_in_the_order():
+    from spade_tasks.validation import check_names
+
+    names = check_names()
+    assert all(n in REJECTION_STAGES or n in GAMING_CHECKS for n in names)
+    ranked = [n for n in names if n in REJECTION_STAGES]
+    assert ranked == sorted(ranked, key=REJECTION_STAGES.index)
+
+
+def test_gaming_rejections_make_no_progress():
+    for reason in ("duplicate: same oracle transcripts as seed x", "hint_leak: hint holds answer",
+                   "reward_overflow: paid 2.0"):
+        assert rejection_progress([reason], _GOOD) == 0.0
+
+
+def test_unknown_check_counts_as_the_first_dynamic_one():
+    assert rejection_progress(["brand_new_check: x"], _GOOD) == rejection_progress(
+        ["load: x"], _GOOD)
+
+
+@pytest.mark.parametrize("reward", ["regret", "blend", "solve_rate", "learning_potential"])
+def test_graded_rejection_is_below_every_accepted_reward(reward):
+    best = max(graded_rejection([f"{REJECTION_STAGES[-1]}: x"], _GOOD, reward_name=reward),
+               graded_rejection(["env_class: x"], _GOOD, reward_name=reward))
+    assert best < lowest_accepted(reward)
+    worst = graded_rejection(["parse: no python code block"], None, "", reward_name=reward)
+    assert worst < best
+    # The lowest accepted bound holds for the registered function itself.
+    fn = get_designer_reward(reward)
+    lows = [fn(_stats(wr, rg, baseline=0.5)) for wr in (0.0, 0.5, 1.0) for rg in (-2.0, 0.0)]
+    assert min(lows) >= lowest_accepted(reward)
+
+
+def test_rejection_reward_by_name():
+    assert rejection_reward("constant", ["parse: x"], None, constant=-0.7) == -0.7
+    assert rejection_reward("graded", ["gymnasium: x"], _GOOD, reward_name="blend") > \
+        rejection_reward("graded", ["parse: x"], "x(", reward_name="blend")
+    with pytest.raises(ConfigError, match="unknown rejection reward"):
+        rejection_reward("nope", [], None)
+    with pytest.raises(ConfigError, match="negative"):
+        rejection_reward("constant", [], None, constant=0.0)
+
+
+def test_score_stage_grades_rejected_designs_below_accepted_ones(tmp_path):
+    """The flow's stage on hand-made rows: an accepted design's regret, graded rewards for
+    the rejected ones (the further a design got, the more it earns), then the designer's
+    group has spread even with one accepted design."""
+    from spade_tasks.config import Config, DesignerConfig, RunConfig
+    from spade_tasks.runtime import Runtime
+    from spade_tasks.store import Store
+
+    def design(idx, env_id, accepted, reasons, completion):
+        return {"run": "r", "generation": 0, "design_idx": idx, "doc_id": None,
+                "setting": "games", "prompt": "[]", "completion": completion,
+                "prompt_token_ids": [1], "token_ids": [2], "logprobs": [0.0],
+                "env_id": env_id, "accepted": accepted, "reasons": reasons, "reward": None}
+
+    cfg = Config(run=RunConfig(name="r", root=tmp_path), designer=DesignerConfig(reward="regret"))
+    with Store(tmp_path / "s.duckdb") as store:
+        store.replace_rows("designs", {"run": "r", "generation": 0}, [
+            design(0, "e1", True, [], "```python\n" + _GOOD + "```"),
+            design(1, None, False, ["parse: no python code block"], "Once upon a time"),
+            design(2, None, False, ["parse: line 2: never closed"], "```python\nclass XEnv:\n  x = (\n"),
+            design(3, None, False, ["oracle_feasible: no"], "```python\n" + _GOOD + "```"),
+        ])
+        store.replace_rows("episodes", {"run": "r", "generation": 0}, [
+            {"run": "r", "generation": 0, "episode_id": f"{h}{k}", "env_id": "e1",
+             "with_hint": h, "return": r} for k, (h, r) in enumerate(
+                [(False, 0.0), (False, 1.0), (True, 1.0), (True, 1.0)])])
+        out = score_stage(Runtime(cfg, store), 0)
+        rewards = [r["reward"] for r in store.rows(
+            "SELECT reward FROM designs WHERE run = 'r' ORDER BY design_idx")]
+    assert out["regret_mean"] == pytest.approx(0.5)
+    assert rewards[0] == pytest.approx(0.5)
+    assert rewards[1] < rewards[2] < rewards[3] < lowest_accepted("regret") <= rewards[0]
+    constant = Config(run=RunConfig(name="r2", root=tmp_path),
+                      designer=DesignerConfig(rejected_reward="constant", rejected_constant=-0.5))
+    assert constant.designer.rejected_constant == -0.5
+
+
 # ---------------------------------------------------------------- the scoring stage
 
 
@@ -228,11 +373,13 @@ def _scored(tmp_path, flag=None):
 
 def test_unmeasured_design_stays_out_of_the_group(tmp_path):
     rewards, used = _scored(tmp_path)
-    assert rewards[0] == 1.0 and rewards[2] == -1.0
+    # The rejected design has no reasons recorded: the graded reward's floor.
+    assert rewards[0] == 1.0 and rewards[2] == graded_rejection([], None)
     assert rewards[1] is None and 1 not in used
 
 
 def test_overflowing_environment_earns_the_rejected_reward(tmp_path):
     rewards, _ = _scored(tmp_path, flag="reward_overflow: episode c-n-0 paid 2.1")
-    assert rewards[3] == -1.0
+    # Paying past 1.0 is gaming: the floor, whatever the program's progress.
+    assert rewards[3] == graded_rejection([], None) < lowest_accepted("regret")
     assert _scored(tmp_path / "clean")[0][3] == 1.0

@@ -179,3 +179,22 @@ def test_bad_batches_fail_loudly(engine):
         engine.step([TrainSample("agent", [1, 2], [3, 4], [0.0], 1.0)])
     with pytest.raises(TrainingError, match="no DeepSpeed state"):
         engine.load("/nonexistent/checkpoint")
+
+
+@pytest.mark.slow
+def test_sft_step_learns_target_tokens_only_and_keeps_the_pg_lr(engine):
+    from spade_tasks.training import SFTSample
+
+    tok = engine.tokenizer
+    prompt, target = PAIRS[0]
+    s = SFTSample(tok(prompt, add_special_tokens=False).input_ids,
+                  tok(target, add_special_tokens=False).input_ids)
+    probe = [TrainSample("designer", s.prompt_ids, s.target_ids, [0.0] * len(s.target_ids), 0.0)]
+    nll0 = -sum(engine.logprobs(probe)[0]) / len(s.target_ids)
+    m = engine.sft_step([s], lr=1e-4)
+    # The reported loss is the target tokens' mean NLL before the update.
+    assert m.loss == pytest.approx(nll0, rel=1e-3) and m.tokens == len(s.target_ids)
+    engine.sft_step([s], lr=1e-4)
+    nll2 = -sum(engine.logprobs(probe)[0]) / len(s.target_ids)
+    assert nll2 < nll0
+    assert all(g["lr"] == engine.config.lr for g in engine.engine.optimizer.param_groups)

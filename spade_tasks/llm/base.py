@@ -14,6 +14,12 @@ what the RL trainer consumes, so the contract is exact:
   which token is drawn, never the reported log-prob;
 - ``Completion.text`` is ``token_ids`` decoded with special tokens skipped, cut before a
   matched stop string (the ids keep the token that completed the stop string).
+
+A conversation whose last message is the assistant's is a *prefill*: the model continues
+that message instead of starting a new one. Its text is part of the prompt
+(``prompt_token_ids`` end with it, so training conditions on it and never learns it) and
+is returned as ``Completion.prefill``; ``Completion.full_text`` is the answer as a reader
+sees it, prefill then generated text.
 """
 
 from __future__ import annotations
@@ -68,6 +74,28 @@ class Completion:
     """Raw-model log-prob (log_softmax of unmodified logits) of each id in token_ids."""
     finish_reason: str
     """``"stop"`` (EOS or a stop string) or ``"length"`` (max_new_tokens or context end)."""
+    prefill: str = ""
+    """The assistant text the prompt ended with (see the module docstring); not generated."""
+
+    @property
+    def full_text(self) -> str:
+        """The whole assistant answer: the prefill, then the generated text."""
+        return self.prefill + self.text
+
+
+def prefill_of(conversation: list[dict]) -> str:
+    """The prefilled start of the assistant's answer: the content of a final assistant
+    message, or "" when the conversation ends with another role."""
+    last = conversation[-1] if conversation else {}
+    return last.get("content") or "" if last.get("role") == "assistant" else ""
+
+
+def with_prefills(completions: list[Completion], conversations: list[list[dict]]) -> list[Completion]:
+    """``completions`` with each one's ``prefill`` set from its conversation."""
+    from dataclasses import replace
+
+    return [replace(c, prefill=prefill_of(conv)) if prefill_of(conv) else c
+            for c, conv in zip(completions, conversations)]
 
 
 class Backend(ABC):
@@ -137,9 +165,14 @@ def render_prompts(tokenizer, conversations: list[list[dict]], tools: list[dict]
     """
     out = []
     for conv in conversations:
+        prefill = prefill_of(conv)
+        if prefill:
+            # The template's own generation prompt opens the assistant turn and the prefill
+            # follows verbatim: no template-specific handling of an unfinished message.
+            conv = conv[:-1]
         text = tokenizer.apply_chat_template(
             conv, tools=tools, add_generation_prompt=True, tokenize=False
-        )
+        ) + prefill
         out.append(tokenizer(text, add_special_tokens=False)["input_ids"])
     return out
 

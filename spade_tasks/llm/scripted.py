@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from spade_tasks.llm.base import Backend, Completion, SamplingParams, find_stop
+from spade_tasks.llm.base import Backend, Completion, SamplingParams, find_stop, prefill_of, render_prompts
 
 
 class _ByteTokenizer:
@@ -32,7 +32,8 @@ class ScriptedBackend(Backend):
     """Replies with ``script(conversation)`` or the next string of a list (cycling).
 
     Every call is recorded in ``calls`` as ``(conversations, params, tools)``. Token ids
-    are the reply's UTF-8 bytes plus an EOS id, log-probs are 0.0, stop strings apply.
+    are the reply's UTF-8 bytes plus an EOS id, log-probs are 0.0, stop strings apply; a
+    conversation ending with an assistant message is a prefill, as in the real backends.
     """
 
     name = "scripted"
@@ -70,8 +71,8 @@ class ScriptedBackend(Backend):
                 text = self._tok.decode(ids)
             else:
                 ids = ids + [self._tok.eos_token_id]
-            prompt = self._tok.apply_chat_template(conv, tools=tools, tokenize=True)
-            out.append(Completion(text, prompt, ids, [0.0] * len(ids), finish))
+            prompt = render_prompts(self._tok, [conv], tools)[0]
+            out.append(Completion(text, prompt, ids, [0.0] * len(ids), finish, prefill_of(conv)))
         return out
 
     def load_weights(self, checkpoint_dir) -> None:

@@ -40,6 +40,7 @@ from spade_tasks.llm.base import (
     find_stop,
     render_prompts,
     request_seed,
+    with_prefills,
 )
 from spade_tasks.llm.cpu.attention import SHARED_KV_SDPA
 from spade_tasks.llm.cpu.decode import CASCADE_MIN_TOKENS, LlamaDecoder
@@ -111,7 +112,7 @@ class TransformersBackend(Backend):
         tools: list[dict] | None = None,
     ) -> list[Completion]:
         prompts = render_prompts(self._tok, conversations, tools)
-        return self.generate_from_ids(prompts, params)
+        return with_prefills(self.generate_from_ids(prompts, params), conversations)
 
     def generate_from_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
         """``generate`` on already tokenised prompts (benchmarks, tests)."""

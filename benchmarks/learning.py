@@ -1,0 +1,112 @@
+"""Does self-play learn? SPADE against the fixed-environment baseline, N generations each.
+
+Runs ``spade run`` on the SPADE config and on the fixed baseline (each in its own run
+folder, in a subprocess, as a user would), prints each run's per-generation curve from
+``spade report`` (designs accepted as new, the designer's reward, the samples each role
+trained on, win rates and regret), then evaluates both final checkpoints on a held-out
+suite with the ``spade eval`` machinery and prints the two scores side by side.
+
+    .venv/bin/python benchmarks/learning.py [--generations 8] [--suite reasoning-gym]
+        [--limit 16] [--config configs/cpu-tiny.yaml]
+        [--baseline configs/cpu-tiny-fixed.yaml] [--root DIR]
+
+Not a test: it takes hours on the embedded default with 2 CPU cores. A run folder that
+already holds generations is continued, so an interrupted benchmark resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def _config(src: str, root: Path, name: str) -> Path:
+    cfg = yaml.safe_load(Path(src).read_text())
+    cfg.setdefault("run", {}).update(name=name, root=str(root / "runs"))
+    cfg["tracking"] = {**cfg.get("tracking", {}), "mlflow_uri": f"sqlite:///{root}/mlflow.db"}
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _done(config: Path) -> int:
+    from spade_tasks import report
+    from spade_tasks.config import load_config
+
+    cfg = load_config(config)
+    db = cfg.run.root / cfg.run.name / "spade.duckdb"
+    if not db.is_file():
+        return 0
+    obj, _ = report.report(cfg, mlflow=False)
+    return sum(1 for g in obj["generations"] if g["designer_samples_trained"] is not None
+               or g["agent_samples_trained"] is not None)
+
+
+def _run(config: Path, generations: int) -> float:
+    todo = generations - _done(config)
+    if todo <= 0:
+        return 0.0
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               HF_HUB_OFFLINE="1")
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "spade_tasks.cli", "run", "--config", str(config),
+                    "--generations", str(todo)], cwd=REPO, env=env, check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default=str(REPO / "configs/cpu-tiny.yaml"))
+    ap.add_argument("--baseline", default=str(REPO / "configs/cpu-tiny-fixed.yaml"))
+    ap.add_argument("--generations", type=int, default=8)
+    ap.add_argument("--suite", default="reasoning-gym")
+    ap.add_argument("--limit", type=int, default=16)
+    ap.add_argument("--root", default=str(REPO / "runs" / "bench-learning"))
+    args = ap.parse_args()
+    root = Path(args.root)
+    root.mkdir(parents=True, exist_ok=True)
+
+    from spade_tasks import evaluation, report
+    from spade_tasks.config import load_config
+
+    runs = {"spade": _config(args.config, root, "learning-spade"),
+            "fixed": _config(args.baseline, root, "learning-fixed")}
+    walls = {name: _run(path, args.generations) for name, path in runs.items()}
+    scores = {}
+    for name, path in runs.items():
+        cfg = load_config(path)
+        obj, png = report.report(cfg)
+        print(f"\n== {name} ({cfg.run.name}, {walls[name]:.0f} s this invocation; curves: {png})")
+        print(report.table(obj["generations"]))
+        ckpt = _last_checkpoint(cfg)
+        res = evaluation.run_eval(cfg, args.suite, args.limit, ckpt)
+        scores[name] = (res.score, res.n, ckpt)
+    print(f"\n== held-out {args.suite}, {args.limit} items, greedy")
+    base = scores["fixed"][0]
+    for name, (score, n, ckpt) in scores.items():
+        print(f"{name:6} {score:.3f} over {n} items ({score - base:+.3f} vs fixed)  {ckpt}")
+    print(json.dumps({name: {"score": s, "n": n} for name, (s, n, _) in scores.items()}))
+
+
+def _last_checkpoint(cfg) -> str | None:
+    from spade_tasks.store import Store
+
+    with Store(cfg.run.root / cfg.run.name / "spade.duckdb") as store:
+        rows = store.rows("SELECT checkpoint FROM generations WHERE run = ? AND status = 'done'"
+                          " AND checkpoint IS NOT NULL ORDER BY generation DESC LIMIT 1",
+                          [cfg.run.name])
+    return rows[0]["checkpoint"] if rows else None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""``spade report``: one row per generation of a run, read from its DuckDB, and curves.
+
+The numbers are the learning signal's: how many designs were accepted as new
+environments, why the others were refused, what the designer earned, how many samples
+of each role the training step learned from, and how the agent did with and without
+the hint. ``accepted`` counts accepted designs that are not duplicates: a design the
+validator accepted but whose program is a copy (a ``duplicate`` reason, or a program the
+memory refused as a near-duplicate or already held) does not count.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from spade_tasks.errors import UserError
+from spade_tasks.regret import check_name
+from spade_tasks.store import Store
+
+FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
+          "designer_reward_mean", "designer_samples_trained", "agent_samples_trained",
+          "win_rate_no_hint", "win_rate_hint", "regret_mean", "train_world_size",
+          "rollout_workers")
+
+
+def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
+    """An accepted design the memory took in as new in its generation, with no
+    duplicate reason."""
+    if not d["accepted"] or any(check_name(r) == "duplicate" for r in d["reasons"] or []):
+        return False
+    return (d["generation"], d["env_id"]) in new_in_memory
+
+
+def generation_rows(store: Store, run: str) -> list[dict]:
+    """The report's rows, one per generation with any recorded stage, in order."""
+    gens = [r["generation"] for r in store.rows(
+        "SELECT DISTINCT generation FROM stages WHERE run = ? UNION SELECT generation FROM"
+        " generations WHERE run = ? ORDER BY generation", [run, run])]
+    designs = store.rows("SELECT generation, design_idx, env_id, accepted, reasons, reward"
+                         " FROM designs WHERE run = ? ORDER BY generation, design_idx", [run])
+    new_in_memory = {(r["added_generation"], r["env_id"]) for r in store.rows(
+        "SELECT added_generation, env_id FROM memory WHERE run = ?", [run])}
+    regrets = {r["generation"]: r for r in store.rows(
+        "SELECT generation, avg(win_rate_no_hint) AS w, avg(win_rate_hint) AS wh,"
+        " avg(regret) AS regret FROM regrets WHERE run = ? GROUP BY generation", [run])}
+    trained = {r["generation"]: json.loads(r["metrics"]) if isinstance(r["metrics"], str)
+               else (r["metrics"] or {}) for r in store.rows(
+        "SELECT generation, metrics FROM train_steps WHERE run = ?", [run])}
+    gen_metrics = {r["generation"]: json.loads(r["metrics"]) if isinstance(r["metrics"], str)
+                   else (r["metrics"] or {}) for r in store.rows(
+        "SELECT generation, metrics FROM generations WHERE run = ?", [run])}
+    out = []
+    for g in gens:
+        ds = [d for d in designs if d["generation"] == g]
+        new = {d["env_id"] for d in ds if _is_new(d, new_in_memory)}
+        rejections: Counter = Counter()
+        for d in ds:
+            if not d["accepted"]:
+                reasons = d["reasons"] or []
+                rejections[check_name(reasons[0]) if reasons else "unknown"] += 1
+            elif not _is_new(d, new_in_memory):
+                rejections["duplicate"] += 1
+        rewards = [d["reward"] for d in ds if d["reward"] is not None]
+        reg = regrets.get(g) or {}
+        t = trained.get(g) or {}
+        m = gen_metrics.get(g) or {}
+        out.append({
+            "generation": g,
+            "designs": len(ds),
+            "accepted": len(new),
+            "validity_rate": len(new) / len(ds) if ds else 0.0,
+            "rejections": dict(sorted(rejections.items())),
+            "designer_reward_mean": sum(rewards) / len(rewards) if rewards else None,
+            "designer_samples_trained": t.get("train_samples_designer"),
+            "agent_samples_trained": t.get("train_samples_agent"),
+            "win_rate_no_hint": reg.get("w"),
+            "win_rate_hint": reg.get("wh"),
+            "regret_mean": reg.get("regret"),
+            "train_world_size": m.get("train_world_size"),
+            "rollout_workers": m.get("rollout_workers"),
+        })
+    return out
+
+
+def open_readable(db: Path, tmp: Path) -> Store:
+    """The run's store for reading; while a run holds the file (DuckDB allows one
+    process), a copy of it taken now."""
+    import duckdb
+
+    if not db.is_file():
+        raise UserError(f"{db}: no such run store (check --run and the config's run.root)")
+    try:
+        return Store(db)
+    except duckdb.IOException:
+        copy = tmp / db.name
+        shutil.copy2(db, copy)
+        wal = db.with_name(db.name + ".wal")
+        if wal.is_file():
+            shutil.copy2(wal, copy.with_name(copy.name + ".wal"))
+        return Store(copy)
+
+
+def plot(rows: list[dict], path: Path, title: str) -> Path:
+    """The curves of ``rows`` as one PNG: validity, designer reward, win rates and
+    regret, and the samples each role trained on."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [r["generation"] for r in rows]
+    panels = [("validity rate (accepted, new)", ["validity_rate"]),
+              ("designer reward (mean)", ["designer_reward_mean"]),
+              ("agent", ["win_rate_no_hint", "win_rate_hint", "regret_mean"]),
+              ("samples trained", ["designer_samples_trained", "agent_samples_trained"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2))
+    for ax, (label, keys) in zip(axes, panels):
+        for key in keys:
+            pts = [(x, r[key]) for x, r in zip(xs, rows) if r[key] is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key)
+        ax.set_xlabel("generation")
+        ax.set_title(label, fontsize=9)
+        if len(keys) > 1:
+            ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a plain-text table."""
+    head = (f"{'gen':>3} {'designs':>7} {'accepted':>8} {'valid':>6} {'d.reward':>8} "
+            f"{'d.samp':>6} {'a.samp':>6} {'win':>5} {'win+h':>5} {'regret':>7}  rejections")
+    lines = [head]
+    for r in rows:
+        rej = ", ".join(f"{k} {v}" for k, v in r["rejections"].items()) or "-"
+        lines.append(
+            f"{r['generation']:>3} {r['designs']:>7} {r['accepted']:>8} "
+            f"{r['validity_rate']:>6.2f} {_fmt(r['designer_reward_mean'], '>8.3f')} "
+            f"{_fmt(r['designer_samples_trained'], '>6')} {_fmt(r['agent_samples_trained'], '>6')} "
+            f"{_fmt(r['win_rate_no_hint'], '>5.2f')} {_fmt(r['win_rate_hint'], '>5.2f')} "
+            f"{_fmt(r['regret_mean'], '>+7.3f')}  {rej}")
+    return "\n".join(lines)
+
+
+def report(cfg, run: str | None = None, png: Path | None = None,
+           mlflow: bool = True) -> tuple[dict, Path]:
+    """The report of ``run`` (default: the config's) as the JSON object ``spade report
+    --json`` prints, and where its curves were written as a PNG (also logged to the
+    run's MLflow run when it has one)."""
+    run = run or cfg.run.name
+    db = cfg.run.root / run / "spade.duckdb"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_readable(db, Path(tmp))
+        try:
+            rows = generation_rows(store, run)
+            parent = store.rows("SELECT mlflow_run_id FROM runs WHERE run = ?", [run])
+        finally:
+            store.close()
+    png = plot(rows, png or cfg.run.root / run / "report.png", f"SPADE run {run}")
+    if mlflow and parent and parent[0]["mlflow_run_id"]:
+        from spade_tasks.tracking import _client
+
+        _client(cfg.tracking.mlflow_uri).log_artifact(parent[0]["mlflow_run_id"], str(png),
+                                                      "report")
+    return {"run": run, "generations": rows}, png
+
+
+__all__ = ["FIELDS", "generation_rows", "plot", "table", "report", "open_readable"]

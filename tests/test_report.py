@@ -1,0 +1,88 @@
+"""spade report: rows computed from hand-made DuckDB rows, the PNG, the command's JSON."""
+
+import json
+
+import pytest
+
+from spade_tasks import report
+from spade_tasks.cli import main
+from spade_tasks.store import Store
+
+
+def _design(gen, idx, env_id, accepted, reasons, reward):
+    return {"run": "r", "generation": gen, "design_idx": idx, "doc_id": None,
+            "setting": "games", "prompt": "[]", "completion": "", "prompt_token_ids": [],
+            "token_ids": [], "logprobs": [], "env_id": env_id, "accepted": accepted,
+            "reasons": reasons, "reward": reward}
+
+
+def _fill(store: Store) -> None:
+    store.replace_rows("designs", {"run": "r", "generation": 0}, [
+        _design(0, 0, None, False, ["parse: no python code block"], -1.0),
+        _design(0, 1, None, False, ["parse: line 3: invalid syntax"], -0.9),
+        _design(0, 2, "e1", True, [], 0.2),                # new: the memory took it
+        _design(0, 3, "seed", True, [], 0.0),              # a seed's copy: not new
+    ])
+    store.replace_rows("designs", {"run": "r", "generation": 1}, [
+        _design(1, 0, "e2", False, ["duplicate: same behaviour as e1"], -1.0),
+        _design(1, 1, "e3", True, [], 0.5),                # refused by the memory
+    ])
+    for env, gen in (("seed", -1), ("e1", 0)):
+        store.upsert("memory", {"run": "r", "env_id": env, "added_generation": gen,
+                                "active": True})
+    store.replace_rows("regrets", {"run": "r", "generation": 0}, [
+        {"run": "r", "generation": 0, "env_id": e, "episodes": 2, "win_rate_no_hint": w,
+         "win_rate_hint": wh, "regret": rg} for e, w, wh, rg in
+        (("e1", 0.0, 0.5, 0.4), ("seed", 0.5, 0.5, 0.0))])
+    store.replace_rows("train_steps", {"run": "r", "generation": 0}, [
+        {"run": "r", "generation": 0, "step": 0, "checkpoint": "c",
+         "metrics": {"train_samples_designer": 4, "train_samples_agent": 12}}])
+    for g in (0, 1):
+        store.upsert("stages", {"run": "r", "generation": g, "stage": "design_environments",
+                                "result": "[]"})
+    store.upsert("generations", {"run": "r", "generation": 0, "status": "done",
+                                 "metrics": {"train_world_size": 1}})
+
+
+def test_rows_count_only_new_accepted_designs(tmp_path):
+    with Store(tmp_path / "s.duckdb") as store:
+        _fill(store)
+        g0, g1 = report.generation_rows(store, "r")
+    assert (g0["designs"], g0["accepted"], g0["validity_rate"]) == (4, 1, 0.25)
+    assert g0["rejections"] == {"duplicate": 1, "no_code": 1, "parse": 1}
+    assert g0["designer_reward_mean"] == pytest.approx((-1.0 - 0.9 + 0.2 + 0.0) / 4)
+    assert (g0["designer_samples_trained"], g0["agent_samples_trained"]) == (4, 12)
+    assert g0["win_rate_no_hint"] == pytest.approx(0.25)
+    assert g0["win_rate_hint"] == pytest.approx(0.5)
+    assert g0["regret_mean"] == pytest.approx(0.2)
+    assert g0["train_world_size"] == 1 and g0["rollout_workers"] is None
+    assert (g1["designs"], g1["accepted"]) == (2, 0)
+    assert g1["rejections"] == {"duplicate": 2}
+    assert g1["designer_samples_trained"] is None and g1["regret_mean"] is None
+    assert list(g0) == list(report.FIELDS)
+
+
+def test_report_command_json_and_png(tmp_path, capsys):
+    root = tmp_path / "runs"
+    with Store(root / "r" / "spade.duckdb") as store:
+        _fill(store)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run:\n  name: r\n  root: {root}\ntracking:\n"
+                   f"  mlflow_uri: sqlite:///{tmp_path}/m.db\n")
+    assert main(["report", "--config", str(cfg), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"run", "generations"} and out["run"] == "r"
+    assert [g["accepted"] for g in out["generations"]] == [1, 0]
+    png = root / "r" / "report.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["report", "--config", str(cfg)]) == 0
+    text = capsys.readouterr().out
+    assert "no_code 1" in text and "duplicate 2" in text
+
+
+def test_report_of_a_missing_run_is_one_line_error(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run:\n  root: {tmp_path}\n")
+    assert main(["report", "--config", str(cfg), "--run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err

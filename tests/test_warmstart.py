@@ -1,0 +1,222 @@
+"""The designer's warm start: programs chosen, pairs built and tokenised, the schedule,
+the cache key, the accepted designs of expert iteration (no model needed)."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from spade_tasks import warmstart as ws
+from spade_tasks.config import Config, DesignerConfig, WarmstartConfig
+from spade_tasks.corpus import Document
+from spade_tasks.designer import extract_program
+from spade_tasks.llm.base import render_prompts
+from spade_tasks.llm.scripted import _ByteTokenizer
+from spade_tasks.store import Store
+
+PREFILL = "```python\nimport random\n"
+CFG = Config(designer=DesignerConfig(prefill=PREFILL, max_new_tokens=4096),
+             warmstart=WarmstartConfig(enabled=True, steps=2))
+DOCS = [Document(f"news:{i}", "embedded:news", f"Harbour story number {i}.") for i in range(9)]
+
+
+def _all():
+    return ws.programs_in(list(WarmstartConfig().sources))
+
+
+def test_one_reasoning_gym_wrapper_stands_for_its_template():
+    picked = ws.select_programs(_all(), "games", 0.5)
+    names = [p.origin.rsplit("/", 1)[-1] for p in picked]
+    rg = [p for p in picked if "reasoning_gym" in p.origin]
+    assert len(rg) == 1  # eight near-identical wrappers -> one
+    assert "number_guess.py" in names
+    assert not any("ToolEnv" in p.source for p in picked)  # games only
+    tools = ws.select_programs(_all(), "tool_use", 0.5)
+    assert tools and all("ToolEnv" in p.source for p in tools)
+    assert len(ws.select_programs(_all(), "games", 1.0)) == len(picked) + 7
+
+
+@pytest.mark.parametrize("prefill", ["", PREFILL, "```python\nimport random\nimport re\n"])
+def test_prefill_then_target_is_the_same_program(prefill):
+    for p in ws.select_programs(_all(), "games", 0.5):
+        target = ws.assistant_target(p.source, prefill)
+        assert target is not None and target.endswith("```")
+        program = extract_program(prefill + target)
+        # The same imports (the prefill may add one and moves its own first), then the
+        # same statements in the same order.
+        def split(src):
+            body = ast.parse(src).body
+            imp = {ast.dump(n) for n in body if isinstance(n, (ast.Import, ast.ImportFrom))}
+            return imp, [ast.dump(n) for n in body
+                         if not isinstance(n, (ast.Import, ast.ImportFrom))]
+
+        (want_imp, want), (got_imp, got) = split(p.source), split(program)
+        assert want_imp <= got_imp and got == want
+
+
+def test_a_prefill_that_is_not_fence_and_imports_cannot_be_matched():
+    assert ws.assistant_target("import random\nclass AEnv:\n    pass\n",
+                               "```python\nclass ") is None
+
+
+def test_pairs_vary_the_document_and_never_show_the_target():
+    progs = ws.select_programs(_all(), "games", 0.5)[:3]
+    pairs = ws.build_pairs(progs, DOCS, CFG, docs_per_program=3)
+    assert len(pairs) == 9
+    texts = [p.prompt[1]["content"] for p in pairs]
+    assert len(set(texts)) == 9  # a different document in every pair
+    for p in pairs:
+        assert p.prompt[-1] == {"role": "assistant", "content": PREFILL}
+        cls = ast.parse(extract_program(PREFILL + p.target)).body
+        name = next(n.name for n in cls if isinstance(n, ast.ClassDef))
+        assert name not in p.prompt[1]["content"]
+
+
+def test_tokenised_pairs_condition_on_prompt_and_prefill_and_end_the_turn():
+    tok = _ByteTokenizer()
+    progs = ws.select_programs(_all(), "games", 0.5)[:2]
+    pairs = ws.build_pairs(progs, DOCS, CFG, docs_per_program=1)
+    samples = ws.tokenize_pairs(tok, pairs, max_tokens=100_000)
+    for pair, s in zip(pairs, samples):
+        assert s.prompt_ids == render_prompts(tok, [pair.prompt], None)[0]
+        assert tok.decode(s.prompt_ids).endswith(PREFILL)
+        assert s.target_ids[-1] == tok.eos_token_id
+        assert tok.decode(s.target_ids) == pair.target
+    short = min(len(s.target_ids) for s in samples)
+    assert len(ws.tokenize_pairs(tok, pairs, 100_000, max_target_tokens=short)) == 1
+    assert ws.tokenize_pairs(tok, pairs, max_tokens=10) == []
+
+
+def test_schedule_sees_every_pair_once_per_pass_and_is_seeded():
+    steps = ws.schedule(5, steps=10, batch_size=1, seed=3)
+    flat = [i for b in steps for i in b]
+    assert sorted(flat[:5]) == list(range(5)) and sorted(flat[5:]) == list(range(5))
+    assert steps == ws.schedule(5, 10, 1, seed=3) and steps != ws.schedule(5, 10, 1, seed=4)
+    assert all(len(b) == 2 for b in ws.schedule(5, 4, 2, seed=0))
+
+
+def test_cache_key_follows_data_hyperparameters_and_seed():
+    from spade_tasks.training import SFTSample
+
+    samples = [SFTSample([1, 2], [3, 4])]
+    key = ws.cache_key("embedded:smollm2-135m", samples, CFG, 0)
+    assert key == ws.cache_key("embedded:smollm2-135m", samples, CFG, 0)
+    other_steps = CFG.model_copy(update={"warmstart": WarmstartConfig(enabled=True, steps=3)})
+    assert key != ws.cache_key("embedded:smollm2-135m", samples, other_steps, 0)
+    assert key != ws.cache_key("embedded:smollm2-135m", samples, CFG, 1)
+    assert key != ws.cache_key("embedded:smollm2-135m", [SFTSample([1, 2], [3, 5])], CFG, 0)
+
+
+def test_cached_warm_start_is_reused_without_an_engine(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path))
+    cfg = CFG.model_copy(update={"corpus": CFG.corpus.model_copy(update={"max_words": 30})})
+    from spade_tasks.llm.loading import load_tokenizer, resolve_model
+
+    tok = load_tokenizer(resolve_model(cfg.model.name))
+    _, samples = ws.first_pairs(cfg, tok, seed=5)
+    key = ws.cache_key(cfg.model.name, samples, cfg, 5)
+    (tmp_path / "warmstart" / key).mkdir(parents=True)
+    (tmp_path / "warmstart" / key / "warmstart.json").write_text(
+        json.dumps({"steps": 2, "losses": [1.5, 1.2]}))
+
+    def no_engine():
+        raise AssertionError("a cached warm start must not build an engine")
+
+    res = ws.first_warmstart(cfg, no_engine, seed=5, log=lambda m: None)
+    assert res.cached and res.losses == [1.5, 1.2] and res.checkpoint.endswith(key)
+
+
+def _design(gen, idx, env_id, accepted, reasons, prompt):
+    return {"run": "r", "generation": gen, "design_idx": idx, "doc_id": None,
+            "setting": "games", "prompt": json.dumps(prompt), "completion": "",
+            "prompt_token_ids": [], "token_ids": [], "logprobs": [], "env_id": env_id,
+            "accepted": accepted, "reasons": reasons, "reward": None}
+
+
+def test_expert_iteration_learns_only_new_accepted_designs(tmp_path):
+    src = ws.select_programs(_all(), "games", 0.5)[0].source
+    with Store(tmp_path / "s.duckdb") as store:
+        for env_id, source in (("new", src), ("seedcopy", src + "\n"), ("dup", src + "\n\n")):
+            store.upsert("environments", {"env_id": env_id, "source": source})
+        store.upsert("memory", {"run": "r", "env_id": "new", "added_generation": 0})
+        store.upsert("memory", {"run": "r", "env_id": "seedcopy", "added_generation": -1})
+        store.replace_rows("designs", {"run": "r", "generation": 0}, [
+            _design(0, 0, "new", True, [], [{"role": "user", "content": "A"}]),
+            _design(0, 1, "seedcopy", True, [], [{"role": "user", "content": "B"}]),
+            _design(0, 2, "dup", True, ["duplicate: of new"], [{"role": "user", "content": "C"}]),
+            _design(0, 3, None, False, ["parse: x"], [{"role": "user", "content": "D"}])])
+        assert ws.accepted_pairs(CFG, store, "r", before=0) == []
+        (pair,) = ws.accepted_pairs(CFG, store, "r", before=1)
+    assert pair.prompt == [{"role": "user", "content": "A"}]
+    assert pair.target == ws.assistant_target(src, PREFILL)
+
+
+def test_latest_checkpoint_is_a_warm_start_that_ran_after_the_last_generation(tmp_path):
+    from spade_tasks.config import RunConfig
+    from spade_tasks.runtime import Runtime
+
+    cfg = Config(run=RunConfig(name="r", root=tmp_path))
+    with Store(tmp_path / "s.duckdb") as store:
+        rt = Runtime(cfg, store)
+        assert rt.latest_checkpoint() is None
+        rt.mark_stage(0, "warmstart", {"checkpoint": "/cache/ws"}, 1.0)
+        assert rt.latest_checkpoint() == "/cache/ws"  # generation 0 designs with it
+        rt.finish_generation(0, "/run/gen-0", {}, None)
+        assert rt.latest_checkpoint() == "/run/gen-0"
+        rt.mark_stage(1, "warmstart", {"warmstart_skipped": "no accepted design yet"}, 0.0)
+        assert rt.latest_checkpoint() == "/run/gen-0"
+        rt.mark_stage(2, "warmstart", {"checkpoint": "/run/warmstart-2"}, 1.0)
+        rt.finish_generation(1, "/run/gen-1", {}, None)
+        assert rt.latest_checkpoint() == "/run/warmstart-2"
+
+
+def test_warm_start_stage_is_off_for_the_fixed_baseline_and_when_disabled(tmp_path):
+    from spade_tasks.config import RunConfig
+    from spade_tasks.runtime import Runtime
+
+    with Store(tmp_path / "s.duckdb") as store:
+        off = Runtime(Config(run=RunConfig(root=tmp_path)), store)
+        assert ws.warmstart_stage(off, 0) == {"warmstart_skipped": "off"}
+        fixed = Runtime(CFG.model_copy(update={"designer": DesignerConfig(mode="fixed")}), store)
+        assert ws.warmstart_stage(fixed, 0) == {"warmstart_skipped": "off"}
+        later = Runtime(CFG.model_copy(update={"run": RunConfig(name="r", root=tmp_path),
+                                               "warmstart": WarmstartConfig(
+                                                   enabled=True, accepted_steps=2)}), store)
+        later.finish_generation(0, "/run/gen-0", {}, None)
+        assert ws.warmstart_stage(later, 1) == {"warmstart_skipped": "no accepted design yet"}
+
+
+@pytest.mark.slow
+def test_spade_warmstart_trains_then_reuses_its_cached_checkpoint(tmp_path):
+    """One real supervised step through the command, then the same command again: the
+    second finds the checkpoint by content and trains nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.test_flow import REPO
+
+    cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
+    cfg["run"].update(root=str(tmp_path / "runs"))
+    cfg["corpus"] = {"max_words": 20}
+    # Only the shortest seed programs fit 500 tokens: one pair, one step.
+    cfg["designer"].update(max_new_tokens=500)
+    cfg["warmstart"] = {"enabled": True, "steps": 1, "docs_per_program": 1}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    env = dict(os.environ, SPADE_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, "-m", "spade_tasks.cli", "warmstart", "--config", str(path), "--json"]
+    first = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr[-3000:]
+    one = json.loads(first.stdout.strip().splitlines()[-1])
+    assert one["warmstart_steps"] == 1 and not one["warmstart_cached"]
+    assert one["warmstart_pairs"] >= 1 and one["warmstart_loss_first"] > 0
+    ckpt = Path(one["checkpoint"])
+    assert (ckpt / "config.json").is_file() and ckpt.parent == tmp_path / "cache" / "warmstart"
+    second = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    two = json.loads(second.stdout.strip().splitlines()[-1])
+    assert two["warmstart_cached"] and two["checkpoint"] == one["checkpoint"]
+    assert two["warmstart_losses"] == one["warmstart_losses"]
