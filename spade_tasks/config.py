@@ -211,10 +211,11 @@ class WarmstartConfig(_Section):
 
     enabled: bool = False
     """Run the warm start (a stage before ``design_environments``)."""
-    sources: list[Path] = [REPO_ROOT / "environments_store" / "seeds",
-                           REPO_ROOT / "environments_store" / "reasoning_gym"]
+    sources: list[Path] = [REPO_ROOT / "environments_store" / "seeds"]
     """Folders of programs for the first warm start; only programs of the designer's
-    setting (games or tool use) are used."""
+    setting (games or tool use) are used. Not the Reasoning Gym pool: a design may not
+    use its generators (they are the fixed baseline's, and the held-out suite's package),
+    so learning to write them would teach a rejected program."""
     max_similarity: float = Field(0.5, gt=0, le=1)
     """A program this similar (``memory.jaccard`` of ``memory.features``) to one already
     taken is left out, so one template (the eight Reasoning Gym wrappers) does not

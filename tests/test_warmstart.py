@@ -21,20 +21,33 @@ CFG = Config(designer=DesignerConfig(prefill=PREFILL, max_new_tokens=4096),
 DOCS = [Document(f"news:{i}", "embedded:news", f"Harbour story number {i}.") for i in range(9)]
 
 
+STORE = Path(__file__).resolve().parent.parent / "environments_store"
+
+
 def _all():
-    return ws.programs_in(list(WarmstartConfig().sources))
+    """The seeds and the Reasoning Gym pool (eight near-identical wrappers)."""
+    return ws.programs_in([STORE / "seeds", STORE / "reasoning_gym"])
 
 
-def test_one_reasoning_gym_wrapper_stands_for_its_template():
-    picked = ws.select_programs(_all(), "games", 0.5)
+def test_default_sources_teach_no_program_a_design_may_not_be():
+    from spade_tasks.designer import pool_only_reason
+
+    programs = ws.programs_in(list(WarmstartConfig().sources))
+    assert programs and all(pool_only_reason(p.source) is None for p in programs)
+
+
+def test_near_identical_programs_count_once():
+    seeds = ws.programs_in([STORE / "seeds"])
+    guess = next(p for p in seeds if p.origin.endswith("number_guess.py"))
+    copies = [ws.Program(f"copy{i}", guess.source.replace("Guess", f"Guess{i}"))
+              for i in range(3)]  # one template written three more times
+    picked = ws.select_programs(seeds + copies, "games", 0.5)
     names = [p.origin.rsplit("/", 1)[-1] for p in picked]
-    rg = [p for p in picked if "reasoning_gym" in p.origin]
-    assert len(rg) == 1  # eight near-identical wrappers -> one
-    assert "number_guess.py" in names
+    assert "number_guess.py" in names and not any(n.startswith("copy") for n in names)
     assert not any("ToolEnv" in p.source for p in picked)  # games only
     tools = ws.select_programs(_all(), "tool_use", 0.5)
     assert tools and all("ToolEnv" in p.source for p in tools)
-    assert len(ws.select_programs(_all(), "games", 1.0)) == len(picked) + 7
+    assert len(ws.select_programs(seeds + copies, "games", 1.0)) == len(picked) + 3
 
 
 @pytest.mark.parametrize("prefill", ["", PREFILL, "```python\nimport random\nimport re\n"])
