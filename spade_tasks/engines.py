@@ -78,7 +78,10 @@ class EnginePool(Backend):
         from spade_tasks.llm.loading import load_tokenizer, resolve_model
 
         if not ray.is_initialized():
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)
+            # None means a new local instance ("local"), never whatever cluster a stale
+            # /tmp/ray/ray_current_cluster names (Ray's own default for no address).
+            ray.init(address=ray_address or "local", include_dashboard=False,
+                     log_to_driver=True)
         gpu = torch.cuda.is_available()
         # CPU engines reserve no Ray CPU: they take turns with the training ranks (decode
         # and train stages never overlap), and their torch threads are set here instead.

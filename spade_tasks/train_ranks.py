@@ -82,7 +82,10 @@ class RankedTrainer:
         from spade_tasks.training import _free_port
 
         if not ray.is_initialized():
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)
+            # None means a new local instance ("local"), never whatever cluster a stale
+            # /tmp/ray/ray_current_cluster names (Ray's own default for no address).
+            ray.init(address=ray_address or "local", include_dashboard=False,
+                     log_to_driver=True)
         gpu = torch.cuda.is_available()
         actor = ray.remote(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0)(_Rank)
         port = _free_port()

@@ -44,7 +44,7 @@ def tiny(tmp_path_factory):
 def ray_local():
     ray = pytest.importorskip("ray")
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
