@@ -215,8 +215,8 @@ def test_spade_warmstart_trains_then_reuses_its_cached_checkpoint(tmp_path):
     cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
     cfg["run"].update(root=str(tmp_path / "runs"))
     cfg["corpus"] = {"max_words": 20}
-    # Only the shortest seed programs fit 500 tokens: one pair, one step.
-    cfg["designer"].update(max_new_tokens=500)
+    # Only the shortest seed programs fit 760 tokens (number_guess, code_breaker): one step.
+    cfg["designer"].update(max_new_tokens=760)
     cfg["warmstart"] = {"enabled": True, "steps": 1, "docs_per_program": 1}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
