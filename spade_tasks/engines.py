@@ -65,10 +65,14 @@ class EnginePool(Backend):
     name = "pool"
 
     def __init__(self, cfg: ModelConfig, replicas: int, ray_address: str | None = None,
-                 keep_as: str | None = None):
+                 keep_as: str | None = None, threads: int | None = None):
         """``keep_as``: name the actors ``<keep_as>-<i>`` and detach them from this process,
         reusing ones of those names that a Ray cluster at ``ray_address`` already runs
-        (a served deployment's next flow run finds its engines loaded)."""
+        (a served deployment's next flow run finds its engines loaded).
+
+        ``threads``: torch threads per CPU engine, by default the cores shared out. fp32
+        matmuls sum in a thread-count-dependent order, so samples match across pool sizes
+        only at the same thread count."""
         try:
             import ray
         except ImportError:
@@ -85,7 +89,10 @@ class EnginePool(Backend):
         gpu = torch.cuda.is_available()
         # CPU engines reserve no Ray CPU: they take turns with the training ranks (decode
         # and train stages never overlap), and their torch threads are set here instead.
-        threads = 0 if gpu else max(1, (os.cpu_count() or 1) // replicas)
+        if gpu:
+            threads = 0
+        elif threads is None:
+            threads = max(1, (os.cpu_count() or 1) // replicas)
         actor = ray.remote(num_cpus=0, num_gpus=cfg.tensor_parallel_size if gpu else 0)(_Engine)
         self._ray = ray
         self.cfg = cfg

@@ -90,7 +90,10 @@ def flow_for(flow: Flow, cfg: Config, api_url: str | None = None) -> Flow:
         except ImportError:
             raise UserError("orchestration.task_runner: ray needs the ray extra "
                             "(pip install -e '.[ray]')") from None
-        init = {"num_cpus": orch.max_workers} if orch.ray_address is None else {}
+        # No address means a new local instance, never whatever cluster a stale
+        # /tmp/ray/ray_current_cluster names (Ray's own default for no address).
+        init = ({"address": "local", "num_cpus": orch.max_workers}
+                if orch.ray_address is None else {})
         if api_url:
             env = {"PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
             init["runtime_env"] = {"env_vars": env}

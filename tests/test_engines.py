@@ -2,6 +2,8 @@
 
 A tiny randomly initialised Llama with the embedded model's tokenizer, so each engine
 loads in about a second; sampling at temperature 1 makes any seed mix-up visible.
+Rows batched differently (padding, batch size) differ by float noise, so the samples
+match across pool sizes only where the distribution is not flat.
 """
 
 import os
@@ -34,6 +36,10 @@ def tiny(tmp_path_factory):
         model = LlamaForCausalLM(LlamaConfig(
             vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512))
+        # Logits spread like a trained model's (std about 5, not 0.16): a near-uniform
+        # draw over 49k tokens flips on float noise of batch shape, a peaked one does not.
+        with torch.no_grad():
+            model.lm_head.weight.mul_(30)
         out[name] = tmp_path_factory.mktemp(name) / "model"
         model.save_pretrained(out[name])
         tok.save_pretrained(out[name])
@@ -75,13 +81,16 @@ def _cfg(path):
 
 @pytest.mark.slow
 def test_two_engines_sample_what_one_engine_samples(tiny, ray_local):
+    import torch
+
     from spade_tasks.engines import EnginePool
     from spade_tasks.llm.base import make_backend
 
     local = make_backend(_cfg(tiny["a"])).generate(CONVS, PARAMS)
     results = {}
     for n in (1, 2):
-        pool = EnginePool(_cfg(tiny["a"]), n)
+        # The local backend's thread count: fp32 sums depend on it (see EnginePool).
+        pool = EnginePool(_cfg(tiny["a"]), n, threads=torch.get_num_threads())
         try:
             assert len(set(pool.pids)) == n and os.getpid() not in pool.pids
             results[n] = pool.generate(CONVS, PARAMS)
@@ -113,7 +122,7 @@ def test_rollout_over_two_engines_gives_the_same_episodes(tiny, ray_local, sandb
     cfg = RolloutConfig(episodes_per_env=2, max_turns=2, max_new_tokens=8)
     runs = {}
     for n in (1, 2):
-        pool = EnginePool(_cfg(tiny["a"]), n)
+        pool = EnginePool(_cfg(tiny["a"]), n, threads=1)  # same sums for both pool sizes
         try:
             runs[n] = rollout(pool, sandbox, envs, cfg, seed=7)
         finally:
@@ -130,19 +139,25 @@ def test_rollout_over_two_engines_gives_the_same_episodes(tiny, ray_local, sandb
 def test_kept_engines_load_the_model_once_across_processes(tiny, tmp_path):
     """What a served deployment does: each flow run is a new process; with
     ``orchestration.keep_engines`` the second finds the first one's engine loaded."""
+    import shutil
     import subprocess
     import sys
+    import tempfile
     import time
 
     pytest.importorskip("ray")
     from spade_tasks.training import _free_port
 
     port = _free_port()
+    # Its own temp dir, so that no later ray.init() finds this cluster through
+    # /tmp/ray/ray_current_cluster (kept short: Ray's socket paths must fit 107 bytes).
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
     # A local test cluster: no token (Ray 2.60's `ray start` enables token auth).
     env = dict(os.environ, RAY_AUTH_MODE="disabled")
     head = subprocess.Popen([ray_bin, "start", "--head", "--block", f"--port={port}",
                              "--num-cpus=2", "--include-dashboard=false",
+                             f"--temp-dir={temp_dir}",
                              "--disable-usage-stats"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     code = (
@@ -171,3 +186,4 @@ def test_kept_engines_load_the_model_once_across_processes(tiny, tmp_path):
     finally:
         head.terminate()
         head.wait(timeout=120)
+        shutil.rmtree(temp_dir, ignore_errors=True)
