@@ -5,11 +5,12 @@ YAML file is an error naming the key and the file, never a silently ignored sett
 
 Where relative paths point (one rule, so a command works the same from any directory):
 a path a config names (``corpus.source`` as a file, ``model.name`` as a folder or GGUF
-file, ``training.deepspeed_config``, ``designer.fixed_pool``) resolves against the
-config file's folder; ``run.root`` and a ``sqlite:///`` tracking store resolve against
-the *base folder*: ``$SPADE_ROOT`` when set (the CLI's ``--root`` sets it), else the
-project (the checkout holding ``configs/``). ``python -m spade_tasks.config --markdown``
-prints the reference of every key, generated from the docstrings below; ``--update-readme``
+file, ``training.deepspeed_config``, the folders of ``designer.fixed_pool``,
+``designer.seed_pool`` and ``warmstart.sources``) resolves against the config file's
+folder; ``run.root`` and a ``sqlite:///`` tracking store resolve against the *base
+folder*: ``$SPADE_ROOT`` when set (the CLI's ``--root`` sets it), else the project (the
+checkout holding ``configs/``). ``python -m spade_tasks.config --markdown`` prints the
+reference of every key, generated from the docstrings below; ``--update-readme``
 writes it into the README.
 """
 
@@ -157,6 +158,9 @@ class DesignerConfig(_Section):
                               REPO_ROOT / "environments_store" / "reasoning_gym"]
     """Folders of environment programs forming the pool in ``fixed`` mode (seeds and
     the wrapped Reasoning Gym generators by default)."""
+    seed_pool: list[Path] = [REPO_ROOT / "environments_store" / "seeds"]
+    """Folders of environment programs that start the memory in ``spade`` mode: what the
+    agent plays before any design is accepted, and the designer's first examples."""
     allow_unverified_pool: bool = False
     """Let ``fixed_pool`` programs without oracle()/solution() in (a pool imported from
     elsewhere); they are recorded as feasibility-unverified. Designed programs always
@@ -220,6 +224,11 @@ class WarmstartConfig(_Section):
     """A program this similar (``memory.jaccard`` of ``memory.features``) to one already
     taken is left out, so one template (the eight Reasoning Gym wrappers) does not
     dominate what the model learns; 1 keeps every program."""
+    document_words: bool = True
+    """A program with a module-level ``WORDS = [...]`` list of strings (the small seeds)
+    learns it from each pair's document: the list is replaced by the document's first
+    distinct words of 4-10 letters, so the model learns to take its environment's
+    content from the text it is given, and each design differs with its document."""
     docs_per_program: int = Field(3, ge=1, le=1000)
     """Pairs per program, each with a different grounding document."""
     steps: int = Field(0, ge=0, le=100_000)
@@ -262,6 +271,11 @@ class RolloutConfig(_Section):
     """An episode whose prompt grows past this ends (reason recorded)."""
     max_turns: int = Field(8, ge=1, le=1024)
     """Cap on turns per episode on top of the environment's own max_turns."""
+    prefill: str = ""
+    """Opening of every agent turn, written for the model (e.g. ``\\boxed{``), which it
+    continues: a small model then answers in the format most environments ask for. The
+    environment sees it as part of the action; it is never among the tokens trained.
+    "" is off."""
 
 
 class TrackingConfig(_Section):
@@ -443,8 +457,18 @@ def resolve_paths(cfg: "Config", config_dir: Path | None, source: str = "<defaul
             updates["model"] = cfg.model.model_copy(update={"name": str(path)})
         updates["training"] = cfg.training.model_copy(
             update={"deepspeed_config": _against(cdir, cfg.training.deepspeed_config)})
-        updates["designer"] = cfg.designer.model_copy(
-            update={"fixed_pool": [_against(cdir, p) for p in cfg.designer.fixed_pool]})
+        def folders(key: str, paths: list[Path]) -> list[Path]:
+            out = [_against(cdir, p) for p in paths]
+            for path in out:
+                if not path.is_dir():
+                    raise ConfigError(f"{source}: {key}: {path}: no such folder")
+            return out
+
+        updates["designer"] = cfg.designer.model_copy(update={
+            "fixed_pool": folders("designer.fixed_pool", cfg.designer.fixed_pool),
+            "seed_pool": folders("designer.seed_pool", cfg.designer.seed_pool)})
+        updates["warmstart"] = cfg.warmstart.model_copy(
+            update={"sources": folders("warmstart.sources", cfg.warmstart.sources)})
     return cfg.model_copy(update=updates)
 
 

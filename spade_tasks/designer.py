@@ -25,7 +25,8 @@ from spade_tasks.config import Config, MemoryConfig, ValidationConfig
 from spade_tasks.corpus import Document, documents_of, sample_documents
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, env_id_of, record_from_meta,
                                       save_record, title_of, write_program)
-from spade_tasks.llm.base import Backend, Completion, SamplingParams, make_backend
+from spade_tasks.llm.base import (Backend, Completion, SamplingParams, make_backend,
+                                  with_prefill)
 from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
                                 prompt_examples)
 from spade_tasks.sandbox import ProgramMeta, Sandbox
@@ -123,11 +124,6 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
         document=document, examples=ex, negatives=neg, titles=titles)
     user = re.sub(r"\n{3,}", "\n\n", user).strip()
     return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user}]
-
-
-def with_prefill(messages: list[dict], prefill: str) -> list[dict]:
-    """The chat with the assistant's answer started as ``prefill`` (unchanged when "")."""
-    return [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
 
 
 # -- parse ---------------------------------------------------------------------------
@@ -276,7 +272,7 @@ def known_programs(store: Store, run: str, generation: int | None = None) -> lis
     return known + [r for r in committed_programs() if r.env_id not in stored]
 
 
-COMMITTED = ("seeds", "reasoning_gym")
+COMMITTED = ("seeds", "seeds_small", "reasoning_gym")
 """The folders of committed programs under the store (the run folders hold designs)."""
 
 
@@ -416,7 +412,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
         gen = next_generation(store, run) if generation is None else generation
         seed = generation_seed(cfg.run.seed, gen)  # as the flow's design stage draws
         if cfg.memory.enabled:
-            init_memory(store, run, sandbox, cfg.validation)
+            init_memory(store, run, sandbox, cfg.validation, cfg.designer.seed_pool)
         examples = prompt_examples(store, run, cfg.designer.memory_examples, cfg.memory, seed)
         docs = sample_documents(store, run, gen, n, seed, cfg.corpus)
         docs = docs or [None] * n  # the no-corpus ablation
@@ -448,7 +444,7 @@ def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
         init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.fixed_pool,
                     allow_unverified=cfg.designer.allow_unverified_pool)
         return []
-    init_memory(rt.store, rt.run, rt.sandbox, cfg.validation)
+    init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.seed_pool)
     seed = rt.seed(generation)
     if cfg.memory.enabled:
         examples = prompt_examples(rt.store, rt.run, cfg.designer.memory_examples, cfg.memory,

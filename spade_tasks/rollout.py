@@ -44,7 +44,8 @@ from spade_tasks.config import RolloutConfig
 from spade_tasks.environments import EnvRecord, flag_environment, load_record
 from spade_tasks.errors import SpadeError
 from spade_tasks.hints import leaks, model_hints, probe
-from spade_tasks.llm.base import Backend, Completion, SamplingParams, render_prompts
+from spade_tasks.llm.base import (Backend, Completion, SamplingParams, render_prompts,
+                                  with_prefill)
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.seeds import derive
 from spade_tasks.store import Store
@@ -194,10 +195,13 @@ def _start(sandbox: Sandbox, live: _Live, system_prompt: str, hints: dict[str, s
 def _advance(live: _Live, c: Completion) -> None:
     """Step the environment with the completion's text and record the turn."""
     res = live.result
-    turn = Turn(len(res.turns), live.observation, c.text, c.prompt_token_ids, c.token_ids,
+    # The action is the whole answer: a prefill (rollout.prefill) and what followed it.
+    # The prefill is part of the turn's prompt tokens, so only the model's own are trained.
+    action = c.full_text
+    turn = Turn(len(res.turns), live.observation, action, c.prompt_token_ids, c.token_ids,
                 c.logprobs, c.finish_reason)
     res.turns.append(turn)
-    r = live.episode.step(c.text)
+    r = live.episode.step(action)
     if not r.ok:
         return live.end(f"env_fault:{r.kind}", r.error)
     obs, turn.reward, res.terminated, res.truncated, _ = r.value
@@ -209,7 +213,7 @@ def _advance(live: _Live, c: Completion) -> None:
     if len(res.turns) >= live.limit:
         return live.end("max_turns")
     live.observation = obs
-    live.messages += [{"role": "assistant", "content": c.text}, {"role": "user", "content": obs}]
+    live.messages += [{"role": "assistant", "content": action}, {"role": "user", "content": obs}]
 
 
 def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: RolloutConfig,
@@ -256,7 +260,8 @@ def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: 
                 params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                         temperature=base.temperature, top_p=base.top_p,
                                         seed=derive("turn", seed, turn, bits=63), stop=base.stop)
-                completions = backend.generate([lv.messages for lv in active], params)
+                completions = backend.generate(
+                    [with_prefill(lv.messages, cfg.prefill) for lv in active], params)
                 if len(completions) != len(active):
                     raise RolloutError(f"backend returned {len(completions)} completions for "
                                        f"{len(active)} conversations")
@@ -436,7 +441,7 @@ def play_episode(backend: Backend, sandbox: Sandbox, rec: EnvRecord, env_seed: i
             params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                     temperature=base.temperature, top_p=base.top_p,
                                     seed=derive("turn", env_seed, turn, bits=63), stop=base.stop)
-            completions = backend.generate([live.messages], params)
+            completions = backend.generate([with_prefill(live.messages, cfg.prefill)], params)
             if len(completions) != 1:
                 raise RolloutError(f"backend returned {len(completions)} completions for 1")
             _advance(live, completions[0])

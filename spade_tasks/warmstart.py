@@ -21,13 +21,15 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from spade_tasks.config import Config
-from spade_tasks.designer import build_prompt, extract_program, with_prefill
+from spade_tasks.designer import build_prompt, extract_program
+from spade_tasks.llm.base import with_prefill
 from spade_tasks.environments import title_of
 from spade_tasks.errors import UserError
 from spade_tasks.memory import PromptExamples, features, jaccard
@@ -125,25 +127,74 @@ def assistant_target(program: str, prefill: str) -> str | None:
     return target if ok else None
 
 
+WORDS_NAME = "WORDS"
+"""A program's module-level list of the words its puzzles are drawn from; the warm start
+fills it from each pair's document (``warmstart.document_words``)."""
+MIN_DOCUMENT_WORDS = 6
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def document_words(text: str, n: int) -> list[str]:
+    """The first ``n`` distinct words of 4 to 10 letters of ``text``, lowercased, in the
+    order they appear: a rule simple enough for a small model to follow by copying."""
+    out: list[str] = []
+    for w in _WORD.findall(text):
+        w = w.lower()
+        if 4 <= len(w) <= 10 and w not in out:
+            out.append(w)
+            if len(out) == n:
+                break
+    return out
+
+
+def ground_in_document(source: str, doc) -> str:
+    """``source`` with its module-level ``WORDS = [...]`` list of strings replaced by as
+    many words of ``doc`` (``document_words``), so that the program takes its content
+    from the document as the designer prompt asks. Unchanged when the program has no
+    such list or the document too few words."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    node = next((n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == WORDS_NAME
+                 and isinstance(n.value, ast.List) and n.value.elts
+                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                         for e in n.value.elts)), None)
+    if node is None or doc is None:
+        return source
+    words = document_words(doc.text, len(node.value.elts))
+    if len(words) < MIN_DOCUMENT_WORDS:
+        return source
+    lines = source.splitlines(keepends=True)
+    line = f"{WORDS_NAME} = [{', '.join(json.dumps(w) for w in words)}]\n"
+    return "".join(lines[:node.lineno - 1] + [line] + lines[node.end_lineno:])
+
+
 def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_program: int,
                 titles: list[str] | None = None) -> list[Pair]:
     """``docs_per_program`` pairs per program, each under its own document (drawn in
     order from ``docs``, cycling), in the prompt the designer sees (no memory examples;
-    the other programs' titles as the environments not to write again)."""
+    the other programs' titles as the environments not to write again). With
+    ``warmstart.document_words``, a program's ``WORDS`` list comes from its document."""
     dcfg = cfg.designer
     all_titles = titles if titles is not None else [
         title_of(_class_doc(p.source)) for p in programs]
     out: list[Pair] = []
     k = 0
     for p in programs:
-        target = assistant_target(p.source, dcfg.prefill)
-        if target is None:
+        if assistant_target(p.source, dcfg.prefill) is None:
             continue
         own = title_of(_class_doc(p.source))
         shown = [t for t in all_titles if t and t != own] if cfg.memory.enabled else []
         for _ in range(docs_per_program):
             doc = docs[k % len(docs)] if docs else None
             k += 1
+            source = ground_in_document(p.source, doc) if cfg.warmstart.document_words \
+                else p.source
+            target = assistant_target(source, dcfg.prefill)
+            if target is None:
+                continue
             prompt = build_prompt(doc, PromptExamples([], [], shown), dcfg.setting,
                                   dcfg.prompt)
             out.append(Pair(p.origin, with_prefill(prompt, dcfg.prefill), target))
@@ -400,5 +451,5 @@ def run_warmstart(cfg: Config, log=print) -> dict:
 
 
 __all__ = ["Program", "Pair", "select_programs", "programs_in", "assistant_target",
-           "build_pairs", "tokenize_pairs", "schedule", "train", "cache_key",
+           "document_words", "ground_in_document", "build_pairs", "tokenize_pairs", "schedule", "train", "cache_key",
            "first_warmstart", "accepted_pairs", "warmstart_stage", "run_warmstart"]

@@ -97,6 +97,17 @@ def test_missing_corpus_file_names_key_and_file(tmp_path):
                             "no such file or folder")
 
 
+@pytest.mark.parametrize("key", ["designer.fixed_pool", "designer.seed_pool",
+                                 "warmstart.sources"])
+def test_missing_program_folder_names_key_and_folder(tmp_path, key):
+    section, name = key.split(".")
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(f"{section}: {{{name}: [gone]}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(cfg_file)
+    assert str(e.value) == f"{cfg_file}: {key}: {tmp_path / 'gone'}: no such folder"
+
+
 def test_every_shipped_config_loads_from_elsewhere_with_its_files(tmp_path, monkeypatch):
     from spade_tasks.config import REPO_ROOT
 

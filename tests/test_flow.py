@@ -36,6 +36,9 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     # runs a real supervised step through `spade warmstart`).
     cfg["warmstart"] = {**cfg.get("warmstart", {}), "steps": 1, "docs_per_program": 1,
                         "accepted_steps": 1}
+    # Paths of the copied config, resolved where the original lives.
+    cfg["warmstart"]["sources"] = [str((REPO / "configs" / p).resolve())
+                                   for p in cfg["warmstart"].get("sources", [])]
     cfg["tracking"] = {"mlflow_uri": f"sqlite:///{tmp_path}/mlflow.db", "transcripts": 2}
     cfg.update(sections)
     path = tmp_path / f"{name}.yaml"

@@ -86,6 +86,44 @@ def test_pairs_vary_the_document_and_never_show_the_target():
         assert name not in p.prompt[1]["content"]
 
 
+WORDY = ('import random\n\nWORDS = ["apple", "brick", "cloud", "delta", "ember", "frost"]\n\n\n'
+         'class WordEnv:\n    """Spell a word."""\n    max_turns = 1\n')
+
+
+def test_document_words_are_the_first_distinct_words_of_four_to_ten_letters():
+    text = "The Ian Murray-skippered boat, the boat! Zeus Two failed in 2001 extraordinarily."
+    assert ws.document_words(text, 5) == ["murray", "skippered", "boat", "zeus", "failed"]
+    assert ws.document_words("a bb ccc", 6) == []
+
+
+def test_a_programs_word_list_comes_from_its_document():
+    doc = Document("d", "x", "Harbour pilots guided seven cargo vessels through winter storms.")
+    grounded = ws.ground_in_document(WORDY, doc)
+    tree = ast.parse(grounded)
+    words = ast.literal_eval(next(n.value for n in tree.body if isinstance(n, ast.Assign)))
+    assert words == ["harbour", "pilots", "guided", "seven", "cargo", "vessels"]
+    # Nothing else changes.
+    assert [ln for ln in grounded.splitlines() if not ln.startswith("WORDS")] == \
+        [ln for ln in WORDY.splitlines() if not ln.startswith("WORDS")]
+    # Too few words in the document, no document, or no WORDS list: unchanged.
+    assert ws.ground_in_document(WORDY, Document("d", "x", "Two big cats ran.")) == WORDY
+    assert ws.ground_in_document(WORDY, None) == WORDY
+    plain = "import random\n\nclass AEnv:\n    pass\n"
+    assert ws.ground_in_document(plain, doc) == plain
+
+
+def test_pairs_of_a_wordy_program_differ_with_their_documents():
+    docs = [Document(f"d{i}", "x", f"{w} lighthouse keepers counted gulls along northern cliffs "
+                     "during autumn") for i, w in enumerate(["Morning", "Evening"])]
+    prefill = "```python\nimport random\n"
+    pairs = ws.build_pairs([ws.Program("wordy", WORDY)], docs, CFG, docs_per_program=2)
+    assert len(pairs) == 2 and pairs[0].target != pairs[1].target
+    assert '"morning", "lighthouse"' in pairs[0].target and '"evening"' in pairs[1].target
+    off = CFG.model_copy(update={"warmstart": WarmstartConfig(document_words=False)})
+    same = ws.build_pairs([ws.Program("wordy", WORDY)], docs, off, docs_per_program=2)
+    assert same[0].target == same[1].target == ws.assistant_target(WORDY, prefill)
+
+
 def test_tokenised_pairs_condition_on_prompt_and_prefill_and_end_the_turn():
     tok = _ByteTokenizer()
     progs = ws.select_programs(_all(), "games", 0.5)[:2]
@@ -217,6 +255,7 @@ def test_spade_warmstart_trains_then_reuses_its_cached_checkpoint(tmp_path):
     cfg["corpus"] = {"max_words": 20}
     # Only the shortest seed programs fit 760 tokens (number_guess, code_breaker): one step.
     cfg["designer"].update(max_new_tokens=760)
+    cfg["designer"].pop("seed_pool", None)  # a path relative to configs/
     cfg["warmstart"] = {"enabled": True, "steps": 1, "docs_per_program": 1}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))

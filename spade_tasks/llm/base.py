@@ -83,6 +83,11 @@ class Completion:
         return self.prefill + self.text
 
 
+def with_prefill(messages: list[dict], prefill: str) -> list[dict]:
+    """The chat with the assistant's answer started as ``prefill`` (unchanged when "")."""
+    return [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
+
+
 def prefill_of(conversation: list[dict]) -> str:
     """The prefilled start of the assistant's answer: the content of a final assistant
     message, or "" when the conversation ends with another role."""
