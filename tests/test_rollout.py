@@ -16,7 +16,7 @@ import pytest
 
 from spade_tasks.config import RolloutConfig
 from spade_tasks.environments import SEEDS_DIR, EnvRecord
-from spade_tasks.llm.base import Backend, Completion, render_prompts
+from spade_tasks.llm.base import Backend, Completion, prefill_of, render_prompts
 from spade_tasks.rollout import (
     HINT_FORMAT,
     RolloutError,
@@ -68,7 +68,7 @@ class ScriptedBackend(Backend):
         n = len(self.calls)
         prompts = render_prompts(self._tok, conversations, tools)
         out = [Completion(self.policy(conv), prompt, [n * 1000 + i * 10 + j for j in range(3)],
-                          [-(n + i + j) / 7 for j in range(3)], "stop")
+                          [-(n + i + j) / 7 for j in range(3)], "stop", prefill_of(conv))
                for i, (conv, prompt) in enumerate(zip(conversations, prompts))]
         self.returned.append(out)
         return out
@@ -421,6 +421,27 @@ def test_seed_environment_solved_by_a_scripted_player(sandbox, tmp_path):
     with Store(tmp_path / "db.duckdb") as store:
         record_episodes(store, "r", 0, results)
         assert store.count("episodes", run="r") == 6
+
+
+def test_prefill_opens_every_turn_and_is_part_of_the_action(sandbox):
+    """rollout.prefill: the model continues it, the environment sees the whole answer,
+    the next turn's history holds it, and the turn's trained tokens are the model's own."""
+    prefix = "My guess: \\boxed{"
+
+    def rest(conv):  # the binary search's answer after the prefill the model was given
+        assert conv[-1] == {"role": "assistant", "content": prefix}
+        return binary_search(conv[:-1]).removeprefix(prefix)
+
+    backend = ScriptedBackend(rest)
+    cfg = RolloutConfig(episodes_per_env=2, max_turns=8, max_new_tokens=16, prefill=prefix)
+    results = rollout(backend, sandbox, [seed_record("number_guess.py")], cfg, seed=11)
+    assert all(r.ret == 1.0 for r in results) and any(len(r.turns) > 1 for r in results)
+    for r in results:
+        assert all(t.action.startswith(prefix) for t in r.turns)
+        assert all(len(t.token_ids) == 3 for t in r.turns)  # the scripted backend's own ids
+    later = [c for call in backend.calls for c in call if len(c) > 3]
+    assert later and all(m["content"].startswith(prefix)
+                         for c in later for m in c[2:-1] if m["role"] == "assistant")
 
 
 @pytest.mark.slow
