@@ -20,6 +20,9 @@ from spade_tasks.runtime import open_runtime
 
 # The flow's backend, keyed by model name: tasks receive only small values (as in the
 # generation flow), so the loaded model is looked up here instead of passed to them.
+# Not the runtime's backend (``rt.backend()``): that one follows the run's latest
+# checkpoint, while this flow without ``checkpoint`` evaluates the config's base model,
+# weights ``load_weights`` cannot go back to (it takes a checkpoint folder only).
 _BACKENDS: dict[str, object] = {}
 _LOCK = threading.Lock()
 

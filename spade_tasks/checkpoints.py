@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from spade_tasks.store import queries
+
 DEEPSPEED_SUBDIR = "deepspeed"  # same as training.DEEPSPEED_SUBDIR (no torch import here)
 
 ROLLOUT_METRICS = ("agent_reward", "regret", "win_rate_no_hint", "win_rate_hint",
@@ -159,10 +161,9 @@ def delete_model(tracker, model_id: str) -> None:
 
 
 def _record(rt, generation: int, path: str) -> dict:
-    rows = rt.store.rows("SELECT * FROM checkpoints WHERE run = ? AND generation = ?",
-                         [rt.run, generation])
-    if rows and rows[0]["path"] == path:
-        return rows[0]
+    row = queries.checkpoint_record(rt.store, rt.run, generation)
+    if row and row["path"] == path:
+        return row
     row = {"run": rt.run, "generation": generation, "path": path, "mlflow_model_id": None,
            "model_uri": None, "optimizer_state": True, "deleted_at": None}
     rt.store.upsert("checkpoints", row)
@@ -175,9 +176,8 @@ def keep_stage(rt, generation: int, mlflow_run_id: str | None) -> dict:
     import datetime
 
     cfg = rt.cfg
-    gen = rt.store.rows("SELECT checkpoint FROM generations WHERE run = ? AND generation = ?",
-                        [rt.run, generation])
-    path = gen[0]["checkpoint"] if gen else None
+    gen = queries.generation_record(rt.store, rt.run, generation)
+    path = gen["checkpoint"] if gen else None
     out: dict = {}
     if path:
         row = _record(rt, generation, path)
@@ -187,19 +187,14 @@ def keep_stage(rt, generation: int, mlflow_run_id: str | None) -> dict:
                                             "model_uri": uri})
             out["checkpoint_model_uri"] = uri
 
-    live = rt.store.rows("SELECT * FROM checkpoints WHERE run = ? AND deleted_at IS NULL"
-                         " ORDER BY generation", [rt.run])
+    live = queries.live_checkpoints(rt.store, rt.run)
     if not live:
         return out
     metric = cfg.training.keep_best_metric
     scores = None
     if metric:
-        import json
-
-        done = rt.store.rows("SELECT metrics FROM generations WHERE run = ? AND status = 'done'",
-                             [rt.run])
-        scores = checkpoint_scores(metric, [json.loads(r["metrics"]) if isinstance(
-            r["metrics"], str) else (r["metrics"] or {}) for r in done])
+        done = queries.generation_metrics_rows(rt.store, rt.run, done_only=True)
+        scores = checkpoint_scores(metric, [r["metrics"] for r in done])
     kept = choose_kept([Checkpoint(r["generation"], r["path"]) for r in live],
                        cfg.training.keep_last, scores, cfg.training.keep_best_mode)
     newest = live[-1]["path"]

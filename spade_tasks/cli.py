@@ -330,6 +330,7 @@ def _env_name(row: dict) -> str:
 
 def cmd_envs_list(args) -> int:
     from spade_tasks.config import load_config
+    from spade_tasks.store import queries
     from spade_tasks.environments import seed_paths
     from spade_tasks.validation import env_class_name
 
@@ -343,15 +344,8 @@ def cmd_envs_list(args) -> int:
         return 0
     for run_dir in dirs:
         with _open_store(run_dir) as store:
-            rows = store.rows(
-                "SELECT e.env_id, e.origin, e.generation, e.title, e.class_name, e.path,"
-                " m.plays, m.regret, m.win_rate_no_hint, m.win_rate_hint, m.active"
-                " FROM environments e LEFT JOIN memory m ON m.env_id = e.env_id AND m.run = ?"
-                " WHERE e.run = ? OR e.origin = 'seed'"
-                " ORDER BY e.origin DESC, e.generation, e.env_id",
-                [run_dir.name, run_dir.name])
-            rejected = store.rows("SELECT count(*) AS n FROM designs"
-                                  " WHERE run = ? AND NOT accepted", [run_dir.name])[0]["n"]
+            rows = queries.environments_with_memory(store, run_dir.name)
+            rejected = queries.rejected_design_count(store, run_dir.name)
         print(f"run {run_dir.name}: {len(rows)} environments")
         print(f"  {'env_id':16} {'name':24} {'origin':8} {'gen':>3} {'plays':>5} {'regret':>7} "
               f"{'win':>5} {'win+h':>5}  title")
@@ -394,11 +388,12 @@ def _show_seed(key: str) -> bool:
 
 def cmd_envs_show(args) -> int:
     from spade_tasks.config import load_config
+    from spade_tasks.store import queries
 
     cfg = load_config(args.config)
     for run_dir in _run_dirs(cfg, args.run):
         with _open_store(run_dir) as store:
-            envs = _match_envs(store.rows("SELECT * FROM environments"), args.env)
+            envs = _match_envs(queries.all_environments(store), args.env)
             if len(envs) > 1:
                 raise UserError(f"{args.env}: ambiguous, matches "
                                 f"{', '.join(e['env_id'] for e in envs)}")
@@ -412,22 +407,17 @@ def cmd_envs_show(args) -> int:
                 print("feasibility: unverified (no oracle; designer.allow_unverified_pool)")
             if e.get("flag"):
                 print(f"flagged: {e['flag']}")
-            vals = store.rows("SELECT generation, accepted, reasons, tier FROM validations"
-                              " WHERE env_id = ?", [e["env_id"]])
-            for v in vals:
+            for v in queries.validations_of_env(store, e["env_id"]):
                 print(f"validation (gen {v['generation']}, tier {v['tier']}): "
                       f"{'accepted' if v['accepted'] else 'rejected'} {v['reasons'] or ''}")
-            for m in store.rows("SELECT * FROM memory WHERE env_id = ?", [e["env_id"]]):
+            for m in queries.memory_of_env(store, e["env_id"]):
                 print(f"memory: plays {m['plays']}, regret {m['regret']}, win rate "
                       f"{m['win_rate_no_hint']} (hint {m['win_rate_hint']}), active {m['active']}")
-            for r in store.rows("SELECT * FROM regrets WHERE env_id = ? ORDER BY generation",
-                                [e["env_id"]]):
+            for r in queries.regrets_of_env(store, e["env_id"]):
                 print(f"gen {r['generation']}: regret {r['regret']:+.3f}, win rate "
                       f"{r['win_rate_no_hint']:.2f} / hint {r['win_rate_hint']:.2f}, "
                       f"designer reward {r['designer_reward']}")
-            eps = store.rows('SELECT episode_id, generation, seed, with_hint, "return", turns,'
-                             " end_reason FROM episodes WHERE env_id = ? ORDER BY generation,"
-                             " episode_id", [e["env_id"]])
+            eps = queries.episodes_of_env(store, e["env_id"])
             print(f"episodes: {len(eps)}")
             for ep in eps:
                 print(f"  {ep['episode_id']} gen {ep['generation']} seed {ep['seed']} "
@@ -477,6 +467,7 @@ def _design_id(r: dict) -> str:
 
 def cmd_designs_list(args) -> int:
     from spade_tasks.config import load_config
+    from spade_tasks.store import queries
 
     cfg = load_config(args.config)
     dirs = _run_dirs(cfg, args.run)
@@ -485,10 +476,7 @@ def cmd_designs_list(args) -> int:
         return 0
     for run_dir in dirs:
         with _open_store(run_dir) as store:
-            rows = store.rows(
-                "SELECT generation, design_idx, accepted, env_id, reasons, reward FROM designs"
-                " WHERE run = ?" + (" AND NOT accepted" if args.rejected else "")
-                + " ORDER BY generation, design_idx", [run_dir.name])
+            rows = queries.run_designs(store, run_dir.name, rejected_only=args.rejected)
         print(f"run {run_dir.name}: {len(rows)} {'rejected ' if args.rejected else ''}designs")
         print(f"  {'id':7} {'verdict':8} {'env_id':16} {'reward':>7}  reason")
         for r in rows:
@@ -500,6 +488,7 @@ def cmd_designs_list(args) -> int:
 
 def cmd_designs_show(args) -> int:
     from spade_tasks.config import load_config
+    from spade_tasks.store import queries
 
     cfg = load_config(args.config)
     try:
@@ -509,13 +498,10 @@ def cmd_designs_show(args) -> int:
                         "(see `spade designs list`)") from None
     for run_dir in _run_dirs(cfg, args.run):
         with _open_store(run_dir) as store:
-            rows = store.rows("SELECT * FROM designs WHERE run = ? AND generation = ? AND "
-                              "design_idx = ?", [run_dir.name, gen, idx])
-            if not rows:
+            d = queries.design(store, run_dir.name, gen, idx)
+            if d is None:
                 continue
-            d = rows[0]
-            doc = store.rows("SELECT source, text FROM documents WHERE run = ? AND generation = ?"
-                             " AND doc_id = ?", [run_dir.name, gen, d["doc_id"]])
+            doc = queries.document(store, run_dir.name, gen, d["doc_id"])
         print(f"== design {args.design} of run {run_dir.name}: "
               f"{'accepted' if d['accepted'] else 'rejected'}"
               + (f" as {d['env_id']}" if d["env_id"] else "")
@@ -523,8 +509,8 @@ def cmd_designs_show(args) -> int:
         for reason in d["reasons"] or []:
             print(f"  - {reason}")
         if doc:
-            text = " ".join((doc[0]["text"] or "").split())
-            print(f"document ({doc[0]['source']}): {text[:300]}{'...' if len(text) > 300 else ''}")
+            text = " ".join((doc["text"] or "").split())
+            print(f"document ({doc['source']}): {text[:300]}{'...' if len(text) > 300 else ''}")
         print(f"---- completion ({len(d['token_ids'] or [])} tokens) ----")
         print(d["completion"] or "")
         return 0

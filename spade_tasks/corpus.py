@@ -30,7 +30,7 @@ import numpy as np
 from spade_tasks.config import CorpusConfig
 from spade_tasks.errors import UserError
 from spade_tasks.seeds import derive
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 
 EMBEDDED = ("embedded:news", "embedded:wiki")
 NONE = "none"
@@ -183,9 +183,7 @@ def truncate_words(text: str, max_words: int) -> str:
 
 def _use_counts(store: Store, run: str, generation: int) -> dict[str, int]:
     # Other generations only: a rerun of this generation must draw the same sample.
-    rows = store.rows("SELECT doc_id, count(*) AS n FROM documents WHERE run = ? "
-                      "AND generation <> ? GROUP BY doc_id", [run, generation])
-    return {r["doc_id"]: r["n"] for r in rows}
+    return queries.document_use_counts(store, run, generation)
 
 
 def _rng(seed: int, generation: int) -> np.random.Generator:
@@ -298,6 +296,5 @@ def sample_stage(rt, generation: int) -> list[str]:
 
 def documents_of(store: Store, run: str, generation: int) -> list[Document]:
     """The documents sampled for a generation, in sampling order."""
-    rows = store.rows("SELECT doc_id, source, text FROM documents WHERE run = ? AND"
-                      " generation = ? ORDER BY doc_idx", [run, generation])
-    return [Document(r["doc_id"], r["source"], r["text"]) for r in rows]
+    return [Document(r["doc_id"], r["source"], r["text"])
+            for r in queries.documents_of(store, run, generation)]

@@ -31,7 +31,7 @@ from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memo
                                 prompt_examples)
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.seeds import generation_seed
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.validation import Report, validate_source
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -262,12 +262,7 @@ def known_programs(store: Store, run: str, generation: int | None = None) -> lis
     evicted entries too), and the environments of other generations designed in this run
     (the same generation's earlier attempt is a rerun, not a rival)."""
     cols = [f.name for f in dataclasses.fields(EnvRecord)]
-    rows = store.rows(
-        f"SELECT {', '.join(cols)} FROM environments WHERE origin = 'seed'"
-        " OR env_id IN (SELECT env_id FROM memory WHERE run = ?)"
-        " OR (run = ? AND generation IS DISTINCT FROM ?) ORDER BY env_id",
-        [run, run, generation])
-    known = [EnvRecord(**r) for r in rows]
+    known = [EnvRecord(**r) for r in queries.rival_environments(store, run, generation, cols)]
     stored = {k.env_id for k in known}
     return known + [r for r in committed_programs() if r.env_id not in stored]
 
@@ -385,8 +380,8 @@ class DesignSummary:
 
 def next_generation(store: Store, run: str) -> int:
     """One past the highest generation with recorded designs (0 for a new run)."""
-    row = store.rows("SELECT max(generation) AS g FROM designs WHERE run = ?", [run])[0]
-    return 0 if row["g"] is None else row["g"] + 1
+    last = queries.last_design_generation(store, run)
+    return 0 if last is None else last + 1
 
 
 def summarize(run: str, generation: int, designs: list[Design], seconds: float) -> DesignSummary:
@@ -462,8 +457,7 @@ def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
 
 def load_designs(store: Store, run: str, generation: int) -> list[Design]:
     """This generation's designs as recorded (completions with their token ids)."""
-    rows = store.rows("SELECT * FROM designs WHERE run = ? AND generation = ?"
-                      " ORDER BY design_idx", [run, generation])
+    rows = queries.designs_of(store, run, generation)
     out = []
     for r in rows:
         comp = Completion(r["completion"], list(r["prompt_token_ids"]), list(r["token_ids"]),

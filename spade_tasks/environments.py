@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spade_tasks.sandbox import ProgramMeta
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 
 # Anchored to the checkout, so commands work from any directory.
 STORE_ROOT = Path(__file__).resolve().parent.parent / "environments_store"
@@ -90,13 +90,12 @@ def save_record(store: Store, rec: EnvRecord) -> bool:
 def flag_environment(store: Store, env_id: str, reason: str) -> None:
     """Mark an accepted environment as misbehaving (the first reason stays); the memory
     refuses and deactivates flagged environments."""
-    store.cursor().execute("UPDATE environments SET flag = ? WHERE env_id = ? AND flag IS NULL",
-                           [reason, env_id])
+    queries.flag_environment(store, env_id, reason)
 
 
 def load_record(store: Store, env_id: str) -> EnvRecord | None:
-    rows = store.rows("SELECT * FROM environments WHERE env_id = ?", [env_id])
-    return EnvRecord(**rows[0]) if rows else None
+    row = queries.environment(store, env_id)
+    return EnvRecord(**row) if row else None
 
 
 def seed_paths(folder: Path = SEEDS_DIR) -> list[Path]:

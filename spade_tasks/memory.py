@@ -49,7 +49,7 @@ from spade_tasks.config import MemoryConfig, ValidationConfig
 from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_record,
                                       record_from_meta, save_record, seed_paths)
 from spade_tasks.errors import SpadeError
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.validation import validate_source_cached
 
 STATS_WEIGHT_NEW = 0.5
@@ -161,7 +161,7 @@ def init_memory(store: Store, run: str, sandbox, vcfg: ValidationConfig | None =
     """Put the programs of ``folders`` (the seeds by default; the fixed pool in the
     baseline) into the run's memory (once; existing entries keep their stats)."""
     recs = seed_records(store, sandbox, vcfg, folders, allow_unverified=allow_unverified)
-    have = {r["env_id"] for r in store.rows("SELECT env_id FROM memory WHERE run = ?", [run])}
+    have = queries.memory_env_ids(store, run)
     for rec in recs:
         if rec.env_id not in have and not rec.flag:  # a flagged program stays out of every run
             store.upsert("memory", _new_row(run, rec.env_id, SEED_GENERATION))
@@ -183,10 +183,7 @@ _ENV_COLS = ("env_id", "source", "class_name", "title", "doc", "max_turns", "has
 
 def entries(store: Store, run: str, active_only: bool = True) -> list[MemoryEntry]:
     """The run's memory entries, ordered by env_id (a stable order for seeded draws)."""
-    cols = ", ".join(f"e.{c} AS e_{c}" for c in _ENV_COLS)
-    rows = store.rows(
-        f"SELECT m.*, {cols} FROM memory m JOIN environments e USING (env_id) "
-        f"WHERE m.run = ? {'AND m.active' if active_only else ''} ORDER BY m.env_id", [run])
+    rows = queries.memory_with_environments(store, run, _ENV_COLS, active_only)
     out = []
     for r in rows:
         rec = EnvRecord(**{c: r[f"e_{c}"] for c in _ENV_COLS})
@@ -336,7 +333,7 @@ def add(store: Store, run: str, rec: EnvRecord, generation: int,
     cfg = cfg or MemoryConfig()
     if rec.flag:
         return AddResult(False, rec.flag)
-    if store.rows("SELECT 1 FROM memory WHERE run = ? AND env_id = ?", [run, rec.env_id]):
+    if queries.in_memory(store, run, rec.env_id):
         return AddResult(False, "duplicate: already in the memory", rec.env_id, 1.0)
     other, sim = most_similar(rec, [e.record for e in entries(store, run)])
     if other is not None and sim >= cfg.dedup_threshold:
@@ -388,12 +385,9 @@ def update_stats(store: Store, run: str, generation: int, stats_by_env: Mapping,
 def drop_flagged(store: Store, run: str) -> list[str]:
     """Deactivate the run's entries whose environment was flagged (e.g. it paid past 1.0
     in a rollout); returns their ids. They stay as rows, out of the pool and prompts."""
-    ids = [r["env_id"] for r in store.rows(
-        "SELECT m.env_id FROM memory m JOIN environments e USING (env_id)"
-        " WHERE m.run = ? AND m.active AND e.flag IS NOT NULL ORDER BY m.env_id", [run])]
+    ids = queries.active_flagged_memory(store, run)
     for env_id in ids:
-        store.cursor().execute("UPDATE memory SET active = false WHERE run = ? AND env_id = ?",
-                               [run, env_id])
+        queries.deactivate_memory_entry(store, run, env_id)
     return ids
 
 
@@ -436,17 +430,15 @@ def update_stage(rt, generation: int) -> dict:
     the generation's regret estimates into every played environment's statistics."""
     store, run, cfg = rt.store, rt.run, rt.cfg.memory
     added = refused = 0
-    for r in store.rows("SELECT DISTINCT env_id FROM designs WHERE run = ? AND generation = ?"
-                        " AND accepted ORDER BY env_id", [run, generation]):
-        rec = load_record(store, r["env_id"])
+    for env_id in queries.accepted_env_ids(store, run, generation):
+        rec = load_record(store, env_id)
         if rec is None:
             continue
         res = add(store, run, rec, generation, cfg)
         added += res.added
         refused += not res.added
     drop_flagged(store, run)
-    regrets = store.rows("SELECT * FROM regrets WHERE run = ? AND generation = ?",
-                         [run, generation])
+    regrets = queries.regrets_of(store, run, generation)
     evicted = update_stats(store, run, generation, {r["env_id"]: r for r in regrets}, cfg)
     return {"memory_added": added, "memory_refused": refused, "memory_evicted": len(evicted),
             "memory_size": len(entries(store, run)), "memory_diversity": diversity(store, run)}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from spade_tasks import registry
 from spade_tasks.errors import ConfigError, RewardError
+from spade_tasks.store import queries
 
 WIN_RETURN = 1.0
 """An episode is a win (solved) when its return is at least this."""
@@ -393,21 +394,18 @@ def score_stage(rt, generation: int) -> dict:
     Writes ``regrets`` rows and fills ``designs.reward`` (rejected designs get the
     configured negative reward) in one transaction each, so a rerun replaces them."""
     cfg, store, run = rt.cfg, rt.store, rt.run
-    eps = store.rows('SELECT env_id, with_hint, "return" AS ret FROM episodes'
-                     " WHERE run = ? AND generation = ? ORDER BY episode_id", [run, generation])
+    eps = queries.episode_returns(store, run, generation)
     by_env: dict[str, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     for e in eps:
         by_env[e["env_id"]][bool(e["with_hint"])].append(e["ret"])
-    prev = store.rows("SELECT avg(win_rate_no_hint) AS w FROM regrets WHERE run = ? AND"
-                      " generation = ?", [run, generation - 1])[0]["w"]
+    prev = queries.mean_win_rate_no_hint(store, run, generation - 1)
     last = rt.stage_result(generation - 1, "score_regret") or {}
     baseline = last.get("baseline_win_rate")
     if prev is not None:
         baseline = update_baseline(baseline, prev)
     # An environment that paid past 1.0 in this generation's rollout (flagged there) is
     # not measured: its design earns the rejected reward below, and the memory drops it.
-    flagged = {r["env_id"] for r in store.rows(
-        "SELECT env_id FROM environments WHERE flag IS NOT NULL")}
+    flagged = queries.flagged_env_ids(store)
     stats = {env: design_stats(arms[True], arms[False], baseline)
              for env, arms in by_env.items() if arms[True] and arms[False] and env not in flagged}
     if baseline is None and stats:
@@ -423,11 +421,8 @@ def score_stage(rt, generation: int) -> dict:
              "regret": s.regret, "designer_reward": designer_reward(s, name, rejected)}
             for env, s in sorted(stats.items())]
     store.replace_rows("regrets", {"run": run, "generation": generation}, rows)
-    designs = store.rows("SELECT design_idx, env_id, accepted, reasons, completion FROM designs"
-                         " WHERE run = ? AND generation = ? ORDER BY design_idx", [run, generation])
-    rewards = []
-    cur = store.cursor()
-    cur.execute("BEGIN TRANSACTION")
+    designs = queries.designs_of(store, run, generation)
+    rewards, written = [], []
     for d in designs:
         if d["accepted"] and d["env_id"] in flagged:
             r = _rejected_design_reward(cfg.designer, [FLAGGED_REASON], d["completion"])
@@ -443,9 +438,8 @@ def score_stage(rt, generation: int) -> dict:
             r = _rejected_design_reward(cfg.designer, d["reasons"], d["completion"])
         if r is not None:
             rewards.append(r)
-        cur.execute("UPDATE designs SET reward = ? WHERE run = ? AND generation = ? AND"
-                    " design_idx = ?", [r, run, generation, d["design_idx"]])
-    cur.execute("COMMIT")
+        written.append((d["design_idx"], r))
+    queries.set_design_rewards(store, run, generation, written)
     n = len(stats)
     return {
         "environments_played": n,

@@ -10,7 +10,6 @@ memory refused as a near-duplicate or already held) does not count.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections import Counter
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from spade_tasks.errors import UserError
 from spade_tasks.regret import check_name
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 
 FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
           "designer_reward_mean", "designer_samples_trained", "agent_samples_trained",
@@ -36,22 +35,14 @@ def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
 
 def generation_rows(store: Store, run: str) -> list[dict]:
     """The report's rows, one per generation with any recorded stage, in order."""
-    gens = [r["generation"] for r in store.rows(
-        "SELECT DISTINCT generation FROM stages WHERE run = ? UNION SELECT generation FROM"
-        " generations WHERE run = ? ORDER BY generation", [run, run])]
-    designs = store.rows("SELECT generation, design_idx, env_id, accepted, reasons, reward"
-                         " FROM designs WHERE run = ? ORDER BY generation, design_idx", [run])
-    new_in_memory = {(r["added_generation"], r["env_id"]) for r in store.rows(
-        "SELECT added_generation, env_id FROM memory WHERE run = ?", [run])}
-    regrets = {r["generation"]: r for r in store.rows(
-        "SELECT generation, avg(win_rate_no_hint) AS w, avg(win_rate_hint) AS wh,"
-        " avg(regret) AS regret FROM regrets WHERE run = ? GROUP BY generation", [run])}
-    trained = {r["generation"]: json.loads(r["metrics"]) if isinstance(r["metrics"], str)
-               else (r["metrics"] or {}) for r in store.rows(
-        "SELECT generation, metrics FROM train_steps WHERE run = ?", [run])}
-    gen_metrics = {r["generation"]: json.loads(r["metrics"]) if isinstance(r["metrics"], str)
-                   else (r["metrics"] or {}) for r in store.rows(
-        "SELECT generation, metrics FROM generations WHERE run = ?", [run])}
+    gens = queries.recorded_generations(store, run)
+    designs = queries.run_designs(store, run)
+    new_in_memory = {(r["added_generation"], r["env_id"])
+                     for r in queries.memory_additions(store, run)}
+    regrets = {r["generation"]: r for r in queries.regret_means_by_generation(store, run)}
+    trained = {r["generation"]: r["metrics"] for r in queries.train_step_metrics(store, run)}
+    gen_metrics = {r["generation"]: r["metrics"]
+                   for r in queries.generation_metrics_rows(store, run)}
     out = []
     for g in gens:
         ds = [d for d in designs if d["generation"] == g]
@@ -164,15 +155,14 @@ def report(cfg, run: str | None = None, png: Path | None = None,
         store = open_readable(db, Path(tmp))
         try:
             rows = generation_rows(store, run)
-            parent = store.rows("SELECT mlflow_run_id FROM runs WHERE run = ?", [run])
+            parent = queries.run_mlflow_id(store, run)
         finally:
             store.close()
     png = plot(rows, png or cfg.run.root / run / "report.png", f"SPADE run {run}")
-    if mlflow and parent and parent[0]["mlflow_run_id"]:
+    if mlflow and parent:
         from spade_tasks.tracking import _client
 
-        _client(cfg.tracking.mlflow_uri).log_artifact(parent[0]["mlflow_run_id"], str(png),
-                                                      "report")
+        _client(cfg.tracking.mlflow_uri).log_artifact(parent, str(png), "report")
     return {"run": run, "generations": rows}, png
 
 

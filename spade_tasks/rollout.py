@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +47,7 @@ from spade_tasks.llm.base import (Backend, Completion, SamplingParams, render_pr
                                   with_prefill)
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.seeds import derive
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.validation import EPS, RETURN_CAP, SOLVED, capped_return
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -318,24 +317,7 @@ def record_episodes(store: Store, run: str, generation: int,
     episodes, turns = episode_rows(run, generation, results)
     tables = {"episodes": pa.Table.from_pylist(episodes, schema=_EPISODE_SCHEMA),
               "turns": pa.Table.from_pylist(turns, schema=_TURN_SCHEMA)}
-    cur = store.cursor()
-    cur.execute("BEGIN TRANSACTION")
-    try:
-        for name, table in tables.items():
-            cur.execute(f"DELETE FROM {name} WHERE run = ? AND generation = ?", [run, generation])
-            if table.num_rows:
-                view = f"_rows_{uuid.uuid4().hex}"
-                cur.register(view, table)
-                try:
-                    cur.execute(f"INSERT INTO {name} BY NAME SELECT * FROM {view}")
-                finally:
-                    cur.unregister(view)
-        cur.execute("COMMIT")
-    except BaseException:
-        cur.execute("ROLLBACK")
-        raise
-    finally:
-        cur.close()
+    queries.replace_episode_tables(store, run, generation, tables)
 
 
 __all__ = ["EpisodeResult", "Turn", "RolloutError", "rollout", "record_episodes",

@@ -22,7 +22,7 @@ from spade_tasks.config import Config
 from spade_tasks.llm.base import make_backend
 from spade_tasks.sandbox import Sandbox
 from spade_tasks.seeds import generation_seed
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.tracking import Tracker
 
 _RUNTIMES: dict[str, "Runtime"] = {}
@@ -67,9 +67,7 @@ class Runtime:
     # -- generations -----------------------------------------------------------------
     def current_generation(self) -> int:
         """The unfinished generation, or the one after the last finished."""
-        rows = self.store.rows(
-            "SELECT generation, status FROM generations WHERE run = ? ORDER BY generation",
-            [self.run])
+        rows = queries.generation_statuses(self.store, self.run)
         for r in rows:
             if r["status"] != "done":
                 return r["generation"]
@@ -81,24 +79,14 @@ class Runtime:
 
         Generations that took no step wrote none; checkpoints that retention deleted
         (spade_tasks/checkpoints.py never deletes the newest) are skipped."""
-        rows = self.store.rows(
-            "SELECT generation, checkpoint FROM generations g WHERE run = ? AND status = 'done'"
-            " AND checkpoint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM checkpoints c"
-            " WHERE c.run = g.run AND c.path = g.checkpoint AND c.deleted_at IS NOT NULL)"
-            " ORDER BY generation DESC LIMIT 1", [self.run])
-        warm = self.store.rows(
-            "SELECT generation, json_extract_string(result, '$.checkpoint') AS checkpoint"
-            " FROM stages WHERE run = ? AND stage = 'warmstart' AND"
-            " json_extract_string(result, '$.checkpoint') IS NOT NULL"
-            " ORDER BY generation DESC LIMIT 1", [self.run])
-        if warm and (not rows or warm[0]["generation"] > rows[0]["generation"]):
-            return warm[0]["checkpoint"]
-        return rows[0]["checkpoint"] if rows else None
+        done = queries.latest_done_checkpoint(self.store, self.run)
+        warm = queries.latest_warmstart_checkpoint(self.store, self.run)
+        if warm and (not done or warm["generation"] > done["generation"]):
+            return warm["checkpoint"]
+        return done["checkpoint"] if done else None
 
     def begin_generation(self, generation: int) -> None:
-        rows = self.store.rows("SELECT status FROM generations WHERE run = ? AND generation = ?",
-                               [self.run, generation])
-        if not rows:
+        if queries.generation_record(self.store, self.run, generation) is None:
             self.store.upsert("generations", {"run": self.run, "generation": generation,
                                               "status": "running",
                                               "started_at": _now()})
@@ -111,21 +99,15 @@ class Runtime:
             "checkpoint": checkpoint, "mlflow_run_id": mlflow_run_id, "metrics": metrics})
 
     def set_generation_mlflow(self, generation: int, run_id: str) -> None:
-        self.store.cursor().execute(
-            "UPDATE generations SET mlflow_run_id = ? WHERE run = ? AND generation = ?",
-            [run_id, self.run, generation])
+        queries.set_generation_mlflow_id(self.store, self.run, generation, run_id)
 
     def _started(self, generation: int):
-        rows = self.store.rows("SELECT started_at FROM generations WHERE run = ? AND generation = ?",
-                               [self.run, generation])
-        return rows[0]["started_at"] if rows else _now()
+        row = queries.generation_record(self.store, self.run, generation)
+        return row["started_at"] if row else _now()
 
     # -- stages ------------------------------------------------------------------------
     def stage_result(self, generation: int, stage: str) -> Any | None:
-        rows = self.store.rows(
-            "SELECT result FROM stages WHERE run = ? AND generation = ? AND stage = ?",
-            [self.run, generation, stage])
-        return json.loads(rows[0]["result"]) if rows else None
+        return queries.stage_result(self.store, self.run, generation, stage)
 
     def mark_stage(self, generation: int, stage: str, result: Any, seconds: float) -> None:
         self.store.upsert("stages", {"run": self.run, "generation": generation, "stage": stage,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spade_tasks.config import Config
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.transcripts import format_transcript
 
 
@@ -71,9 +71,9 @@ class Tracker:
     def parent_run(self) -> str:
         """The MLflow run of this self-play run, created once and reused."""
         run = self.cfg.run.name
-        rows = self.store.rows("SELECT mlflow_run_id FROM runs WHERE run = ?", [run])
-        if rows and rows[0]["mlflow_run_id"]:
-            return rows[0]["mlflow_run_id"]
+        known = queries.run_mlflow_id(self.store, run)
+        if known:
+            return known
         r = self.client.create_run(self.experiment_id, run_name=run,
                                    tags={"spade.run": run})
         params = flatten(self.cfg.model_dump(mode="json"))
@@ -88,11 +88,9 @@ class Tracker:
 
     def generation_run(self, parent_id: str, generation: int) -> str:
         """The nested run of one generation, reused when the generation is retried."""
-        rows = self.store.rows(
-            "SELECT mlflow_run_id FROM generations WHERE run = ? AND generation = ?",
-            [self.cfg.run.name, generation])
-        if rows and rows[0]["mlflow_run_id"]:
-            return rows[0]["mlflow_run_id"]
+        row = queries.generation_record(self.store, self.cfg.run.name, generation)
+        if row and row["mlflow_run_id"]:
+            return row["mlflow_run_id"]
         r = self.client.create_run(
             self.experiment_id, run_name=f"{self.cfg.run.name}/gen-{generation}",
             tags={"mlflow.parentRunId": parent_id, "spade.generation": str(generation)})
@@ -133,17 +131,9 @@ class Tracker:
         import matplotlib.pyplot as plt
 
         run = self.cfg.run.name
-        hist = self.store.rows(
-            "SELECT g.generation, avg(r.regret) AS regret, avg(r.win_rate_no_hint) AS win_no_hint,"
-            " avg(r.win_rate_hint) AS win_hint FROM generations g LEFT JOIN regrets r"
-            " ON r.run = g.run AND r.generation = g.generation WHERE g.run = ?"
-            " GROUP BY g.generation ORDER BY g.generation", [run])
-        valid = self.store.rows(
-            "SELECT generation, avg(CASE WHEN accepted THEN 1.0 ELSE 0.0 END) AS validity"
-            " FROM designs WHERE run = ? GROUP BY generation ORDER BY generation", [run])
-        div = self.store.rows(
-            "SELECT generation, json_extract(metrics, '$.memory_diversity')::DOUBLE AS diversity"
-            " FROM generations WHERE run = ? ORDER BY generation", [run])
+        hist = queries.regret_history(self.store, run)
+        valid = queries.validity_history(self.store, run)
+        div = queries.diversity_history(self.store, run)
         logged = []
         with tempfile.TemporaryDirectory() as tmp:
             series = [
@@ -175,26 +165,18 @@ def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
     """The numbers of one generation, read back from DuckDB (the source of truth)."""
     run = rt.run
     m: dict[str, float] = {}
-    d = rt.store.rows(
-        "SELECT count(*) AS n, sum(CASE WHEN accepted THEN 1 ELSE 0 END) AS ok,"
-        " avg(reward) AS reward FROM designs WHERE run = ? AND generation = ?", [run, generation])[0]
+    d = queries.design_summary(rt.store, run, generation)
     m["designs"] = d["n"] or 0
     m["validity_rate"] = (d["ok"] or 0) / d["n"] if d["n"] else 0.0
     if d["reward"] is not None:
         m["designer_reward"] = d["reward"]
-    for r in rt.store.rows(
-            "SELECT split_part(unnest(reasons), ':', 1) AS check_name, count(*) AS n FROM designs"
-            " WHERE run = ? AND generation = ? GROUP BY 1", [run, generation]):
+    for r in queries.rejection_counts(rt.store, run, generation):
         m[f"rejected.{r['check_name']}"] = r["n"]
-    g = rt.store.rows(
-        "SELECT avg(regret) AS regret, avg(win_rate_no_hint) AS w, avg(win_rate_hint) AS wh,"
-        " count(*) AS envs FROM regrets WHERE run = ? AND generation = ?", [run, generation])[0]
+    g = queries.regret_summary(rt.store, run, generation)
     if g["envs"]:
         m.update(regret=g["regret"], win_rate_no_hint=g["w"], win_rate_hint=g["wh"],
                  environments_played=g["envs"])
-    a = rt.store.rows(
-        'SELECT avg("return") AS r, count(*) AS n FROM episodes WHERE run = ? AND generation = ?'
-        " AND NOT with_hint", [run, generation])[0]
+    a = queries.no_hint_return_summary(rt.store, run, generation)
     if a["n"]:
         m["agent_reward"] = a["r"]
         m["episodes"] = a["n"]
@@ -232,24 +214,19 @@ def log_stage(rt, generation: int, summary: dict) -> dict:
     for step, loss in enumerate(summary.get("warmstart_losses") or []):
         tr.metrics(child, {"warmstart.loss": loss}, step=step)
     tr.json(child, summary, "summary.json")
-    for env in rt.store.rows("SELECT env_id, source FROM environments WHERE run = ? AND"
-                             " generation = ? AND origin = 'designed'", [rt.run, generation]):
+    for env in queries.designed_environments(rt.store, rt.run, generation):
         tr.text(child, env["source"], f"environments/{env['env_id']}.py")
-    rejected = rt.store.rows("SELECT design_idx, doc_id, completion, reasons FROM designs"
-                             " WHERE run = ? AND generation = ? AND NOT accepted"
-                             " ORDER BY design_idx", [rt.run, generation])
+    rejected = queries.rejected_designs(rt.store, rt.run, generation)
     if rejected:
         tr.json(child, {r["design_idx"]: r["reasons"] for r in rejected}, "rejections.json")
     for r in rejected:
         # What the designer wrote, headed by why the validator refused it.
         tr.text(child, rejected_design_text(r), f"rejected/design-{r['design_idx']:03d}.md")
 
-    eps = rt.store.rows("SELECT episode_id FROM episodes WHERE run = ? AND generation = ?"
-                        " ORDER BY episode_id LIMIT ?",
-                        [rt.run, generation, rt.cfg.tracking.transcripts])
-    for ep in eps:
-        tr.text(child, format_transcript(rt.store, ep["episode_id"], run=rt.run, generation=generation),
-                f"transcripts/{ep['episode_id']}.txt")
+    for episode_id in queries.episode_ids(rt.store, rt.run, generation,
+                                          rt.cfg.tracking.transcripts):
+        tr.text(child, format_transcript(rt.store, episode_id, run=rt.run, generation=generation),
+                f"transcripts/{episode_id}.txt")
     checkpoint = summary.get("checkpoint")
     if checkpoint:
         tr.client.set_tag(child, "checkpoint", str(Path(checkpoint).resolve()))

@@ -26,6 +26,7 @@ from spade_tasks.config import TrainingConfig
 from spade_tasks.errors import ConfigError, TrainingError
 from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
 from spade_tasks.regret import group_advantages, grouped_advantages
+from spade_tasks.store import queries
 
 DEEPSPEED_SUBDIR = "deepspeed"
 """Where inside a checkpoint folder the engine's optimizer state lives."""
@@ -521,21 +522,16 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
     store, run = rt.store, rt.run
     samples: list[TrainSample] = []
     if rt.cfg.designer.training:
-        designs = store.rows("SELECT prompt_token_ids, token_ids, logprobs, reward FROM designs"
-                             " WHERE run = ? AND generation = ? AND reward IS NOT NULL"
-                             " ORDER BY design_idx", [run, generation])
+        designs = queries.rewarded_designs(store, run, generation)
         advs = group_advantages([d["reward"] for d in designs])
         samples += [TrainSample("designer", list(d["prompt_token_ids"]), list(d["token_ids"]),
                                 list(d["logprobs"]), a)
                     for d, a in zip(designs, advs) if a != 0.0 and d["token_ids"]]
-    eps = store.rows('SELECT episode_id, env_id, "return" AS ret FROM episodes WHERE run = ?'
-                     " AND generation = ? AND NOT with_hint ORDER BY episode_id", [run, generation])
+    eps = queries.no_hint_returns(store, run, generation)
     advs = grouped_advantages([e["ret"] for e in eps], [e["env_id"] for e in eps])
     adv_of = {e["episode_id"]: a for e, a in zip(eps, advs) if a != 0.0}
     if adv_of:
-        turns = store.rows("SELECT episode_id, prompt_token_ids, token_ids, logprobs FROM turns"
-                           " WHERE run = ? AND generation = ? ORDER BY episode_id, turn",
-                           [run, generation])
+        turns = queries.turn_samples(store, run, generation)
         samples += [TrainSample("agent", list(t["prompt_token_ids"]), list(t["token_ids"]),
                                 list(t["logprobs"]), adv_of[t["episode_id"]])
                     for t in turns if t["episode_id"] in adv_of and t["token_ids"]]

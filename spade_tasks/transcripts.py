@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from spade_tasks.errors import UserError
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 
 
 def _pick_episode(store: Store, episode_id: str, run: str | None,
                   generation: int | None) -> dict:
-    where, params = ["e.episode_id = ?"], [episode_id]
-    if run is not None:
-        where.append("e.run = ?")
-        params.append(run)
-    if generation is not None:
-        where.append("e.generation = ?")
-        params.append(generation)
-    rows = store.rows(
-        "SELECT e.*, v.title FROM episodes e LEFT JOIN environments v ON v.env_id = e.env_id "
-        f"WHERE {' AND '.join(where)} ORDER BY e.generation DESC", params)
+    rows = queries.episodes_by_id(store, episode_id, run, generation)
     if not rows:
         narrowed = "".join(f" {k} {v}" for k, v in (("in run", run), ("generation", generation))
                            if v is not None)
@@ -37,10 +28,7 @@ def format_transcript(store: Store, episode_id: str, run: str | None = None,
     in several runs needs ``run``.
     """
     ep = _pick_episode(store, episode_id, run, generation)
-    turns = store.rows(
-        "SELECT turn, action, observation, reward, len(token_ids) AS n_tokens FROM turns "
-        "WHERE run = ? AND generation = ? AND episode_id = ? ORDER BY turn",
-        [ep["run"], ep["generation"], episode_id])
+    turns = queries.turns_of(store, ep["run"], ep["generation"], episode_id)
     title = f" - {ep['title']}" if ep.get("title") else ""
     lines = [f"episode {episode_id} (run {ep['run']}, generation {ep['generation']})",
              f"environment {ep['env_id']}{title}; seed {ep['seed']}; "

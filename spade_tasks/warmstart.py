@@ -33,6 +33,7 @@ from spade_tasks.llm.base import with_prefill
 from spade_tasks.environments import title_of
 from spade_tasks.errors import UserError
 from spade_tasks.memory import PromptExamples, features, jaccard
+from spade_tasks.store import queries
 from spade_tasks.training import SFTSample
 
 FENCE = "```python\n"
@@ -375,13 +376,7 @@ def accepted_programs(store, run: str, before: int) -> list[tuple[list[dict], st
     near-duplicate never enters it), oldest first."""
     from spade_tasks.regret import check_name
 
-    rows = store.rows(
-        "SELECT d.prompt, d.reasons, e.source FROM designs d"
-        " JOIN environments e ON e.env_id = d.env_id"
-        " JOIN memory m ON m.env_id = d.env_id AND m.run = d.run"
-        " AND m.added_generation = d.generation"
-        " WHERE d.run = ? AND d.generation < ? AND d.accepted"
-        " ORDER BY d.generation, d.design_idx", [run, before])
+    rows = queries.designs_taken_into_memory(store, run, before)
     return [(json.loads(r["prompt"]), r["source"]) for r in rows
             if not any(check_name(x) == "duplicate" for x in r["reasons"] or [])]
 

@@ -168,8 +168,7 @@ def _fake_run(root: Path, name: str, suites: dict[str, dict[str, float]]) -> Non
     from datetime import datetime
 
     from spade_tasks.environments import SEEDS_DIR, env_id_of
-    from spade_tasks.evaluation.runner import EVALUATIONS_SCHEMA
-    from spade_tasks.store import Store
+    from spade_tasks.store import Store, queries
 
     seed = SEEDS_DIR / "water_jugs.py"
     src = seed.read_text()
@@ -184,7 +183,7 @@ def _fake_run(root: Path, name: str, suites: dict[str, dict[str, float]]) -> Non
             store.upsert("designs", {"run": name, "generation": 0, "design_idx": idx,
                                      "completion": f"design {idx} text", "accepted": accepted,
                                      "reasons": reasons, "reward": -1.0, "token_ids": [1, 2]})
-        store.con.execute(EVALUATIONS_SCHEMA)
+        queries.ensure_evaluations_table(store)
         for suite, items in suites.items():
             for item, score in items.items():
                 store.upsert("evaluations", {"run": f"{name}-gen-0000", "suite": suite,

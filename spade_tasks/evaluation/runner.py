@@ -13,14 +13,8 @@ from typing import Any
 from spade_tasks.errors import UserError
 from spade_tasks.evaluation.suites import get_suite
 from spade_tasks.llm.base import Backend, SamplingParams, make_backend
-from spade_tasks.store import Store
+from spade_tasks.store import Store, queries
 from spade_tasks.tracking import _client, experiment_id
-
-EVALUATIONS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS evaluations (
-    run VARCHAR, suite VARCHAR, checkpoint VARCHAR, item_id VARCHAR, score DOUBLE,
-    response VARCHAR, created_at TIMESTAMP, PRIMARY KEY (run, suite, item_id));
-"""
 
 
 @dataclass
@@ -97,7 +91,7 @@ def run_eval(cfg, suite: str, limit: int | None = None, checkpoint: str | None =
 
 def record(store, result: EvalResult, checkpoint: str) -> None:
     """Write one row per item of ``result`` to the ``evaluations`` table (idempotent)."""
-    store.con.execute(EVALUATIONS_SCHEMA)
+    queries.ensure_evaluations_table(store)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     rows = [{"run": result.run, "suite": result.suite, "checkpoint": checkpoint, "item_id": k,
              "score": v, "response": _text(result.responses.get(k)), "created_at": now}
@@ -125,26 +119,19 @@ def log_mlflow(cfg, result: EvalResult, checkpoint: str, limit: int | None, seed
 
 def compare(store, run_a: str, run_b: str) -> list[dict]:
     """Per suite: score of each run on the items both evaluated, and the difference."""
-    store.con.execute(EVALUATIONS_SCHEMA)
+    queries.ensure_evaluations_table(store)
     for run in (run_a, run_b):
         if not store.count("evaluations", run=run):
-            known = [r["run"] for r in store.rows("SELECT DISTINCT run FROM evaluations ORDER BY run")]
+            known = queries.evaluation_runs(store)
             raise UserError(f"no evaluation run {run!r} in {store.path} (known: {', '.join(known) or 'none'})")
-    return store.rows("""
-        SELECT a.suite, count(*) AS n, avg(a.score) AS score_a, avg(b.score) AS score_b,
-               avg(b.score) - avg(a.score) AS delta,
-               sum(CASE WHEN b.score > a.score THEN 1 ELSE 0 END) AS improved,
-               sum(CASE WHEN b.score < a.score THEN 1 ELSE 0 END) AS regressed
-        FROM evaluations a JOIN evaluations b ON a.suite = b.suite AND a.item_id = b.item_id
-        WHERE a.run = ? AND b.run = ?
-        GROUP BY a.suite ORDER BY a.suite""", [run_a, run_b])
+    return queries.compare_evaluations(store, run_a, run_b)
 
 
 def scores_of(store, eval_run: str) -> dict[str, dict[str, float]]:
     """``{suite: {item_id: score}}`` recorded under one evaluation run (empty if none)."""
-    store.con.execute(EVALUATIONS_SCHEMA)
+    queries.ensure_evaluations_table(store)
     out: dict[str, dict[str, float]] = {}
-    for r in store.rows("SELECT suite, item_id, score FROM evaluations WHERE run = ?", [eval_run]):
+    for r in queries.evaluation_scores(store, eval_run):
         out.setdefault(r["suite"], {})[r["item_id"]] = r["score"]
     return out
 
@@ -153,9 +140,8 @@ def latest_scores(store) -> dict[str, tuple[str, dict[str, float]]]:
     """Per suite, the newest evaluation recorded in a self-play run's DuckDB (in-loop or
     ``spade eval``): ``{suite: (evaluation run, {item_id: score})}``, so two runs compare
     checkpoint against checkpoint."""
-    store.con.execute(EVALUATIONS_SCHEMA)
-    newest = store.rows("""
-        SELECT suite, arg_max(run, created_at) AS run FROM evaluations GROUP BY suite""")
+    queries.ensure_evaluations_table(store)
+    newest = queries.newest_evaluation_runs(store)
     return {r["suite"]: (r["run"], scores_of(store, r["run"]).get(r["suite"], {}))
             for r in newest}
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,25 +101,33 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh cursor inside BEGIN ... COMMIT; any exception rolls back and re-raises.
+        The one transaction idiom of the store: every multi-statement write goes through it."""
+        cur = self.cursor()
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+
     # -- writes ------------------------------------------------------------------------
     def replace_rows(self, table: str, key: dict[str, Any], rows: Sequence[dict]) -> None:
         """Atomically replace every row of ``table`` matching ``key`` with ``rows``."""
         where = " AND ".join(f'"{k}" = ?' for k in key)
-        with self._lock:
-            cur = self.cursor()
-            cur.execute("BEGIN TRANSACTION")
-            try:
-                cur.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
-                if rows:
-                    cols = list(rows[0])
-                    names = ", ".join(f'"{c}"' for c in cols)
-                    marks = ", ".join("?" for _ in cols)
-                    cur.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})",
-                                    [[_encode(r[c]) for c in cols] for r in rows])
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+        with self._lock, self.transaction() as cur:
+            cur.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
+            if rows:
+                cols = list(rows[0])
+                names = ", ".join(f'"{c}"' for c in cols)
+                marks = ", ".join("?" for _ in cols)
+                cur.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})",
+                                [[_encode(r[c]) for c in cols] for r in rows])
 
     def upsert(self, table: str, row: dict) -> None:
         """Insert or replace one row by its primary key."""
@@ -142,6 +151,8 @@ class Store:
 
     # -- reads ---------------------------------------------------------------------------
     def rows(self, sql: str, params: Iterable = ()) -> list[dict]:
+        """The rows of one query as dicts keyed by column name (for the query functions in
+        ``spade_tasks.store.queries`` and for tests; stages call those functions)."""
         cur = self.cursor()
         cur.execute(sql, list(params))
         names = [d[0] for d in cur.description]
