@@ -30,8 +30,23 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
+# Keys naming folders or files relative to the config's own folder (spade_tasks/config.py).
+_PATH_KEYS = {"designer": ("fixed_pool", "seed_pool"), "warmstart": ("sources",),
+              "training": ("deepspeed_config",)}
+
+
 def _config(src: str, root: Path, name: str) -> Path:
+    """A copy of config ``src`` in ``root``, its relative paths still pointing where
+    the original's did."""
     cfg = yaml.safe_load(Path(src).read_text())
+    here = Path(src).resolve().parent
+    for section, keys in _PATH_KEYS.items():
+        for key in keys:
+            value = cfg.get(section, {}).get(key)
+            if isinstance(value, list):
+                cfg[section][key] = [str((here / v).resolve()) for v in value]
+            elif isinstance(value, str):
+                cfg[section][key] = str((here / value).resolve())
     cfg.setdefault("run", {}).update(name=name, root=str(root / "runs"))
     cfg["tracking"] = {**cfg.get("tracking", {}), "mlflow_uri": f"sqlite:///{root}/mlflow.db"}
     path = root / f"{name}.yaml"
