@@ -114,13 +114,11 @@ def main() -> None:
 
 
 def _last_checkpoint(cfg) -> str | None:
-    from spade_tasks.store import Store
+    from spade_tasks.store import Store, latest_done_checkpoint
 
     with Store(cfg.run.root / cfg.run.name / "spade.duckdb") as store:
-        rows = store.rows("SELECT checkpoint FROM generations WHERE run = ? AND status = 'done'"
-                          " AND checkpoint IS NOT NULL ORDER BY generation DESC LIMIT 1",
-                          [cfg.run.name])
-    return rows[0]["checkpoint"] if rows else None
+        row = latest_done_checkpoint(store, cfg.run.name)
+    return row["checkpoint"] if row else None
 
 
 if __name__ == "__main__":
