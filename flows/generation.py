@@ -9,10 +9,13 @@
 first four stages empty, so the agent trains on the fixed pool alone;
 ``evaluate_generation`` runs held-out suites every ``eval.every`` generations.
 
-Each stage is a task wrapping a plain function of ``spade_tasks``; its rows go to the
-run's DuckDB in one transaction and the stage is then marked finished there. A rerun of
-the flow after a crash (kill -9 included) skips finished stages and redoes the
-interrupted one, whose rows replace any partial ones: no duplicates, nothing lost.
+Each stage is a task wrapping a plain function of ``spade_tasks``; it takes the typed
+records (``spade_tasks/records.py``) of the stages it depends on and returns its own, so
+the data edges below are Prefect's graph. Its rows go to the run's DuckDB in one
+transaction and the stage is then marked finished there, with its record. A rerun of
+the flow after a crash (kill -9 included) skips finished stages (their records are
+loaded back) and redoes the interrupted one, whose rows replace any partial ones: no
+duplicates, nothing lost.
 Retries are only on the stages whose failures can be transient (model serving); a
 deterministic failure is not retried.
 """
@@ -29,31 +32,34 @@ from spade_tasks import memory as memory_stage
 from spade_tasks import rollout as rollout_stage
 from spade_tasks.config import Config, SandboxConfig, ValidationConfig, load_config
 from spade_tasks.evaluation import eval_stage
-from spade_tasks.orchestration import staged, transient
+from spade_tasks.orchestration import finished, staged, transient
+from spade_tasks.records import (Designs, Documents, EvalReport, MemoryReport, Played, Scores,
+                                 TrainReport, Verdicts, WarmstartReport)
 from spade_tasks.runtime import open_runtime
 
 
 @task(name="sample_documents", cache_policy=NO_CACHE)
-def sample_documents(cfg: Config, generation: int) -> list[str]:
+def sample_documents(cfg: Config, generation: int) -> Documents:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "sample_documents",
+    return staged(rt, generation, "sample_documents", Documents,
                   lambda: corpus.sample_stage(rt, generation))
 
 
 @task(name="warmstart", cache_policy=NO_CACHE)
-def warmstart(cfg: Config, generation: int) -> dict:
+def warmstart(cfg: Config, generation: int) -> WarmstartReport:
     from spade_tasks import warmstart as warm
 
     rt = open_runtime(cfg)
-    return staged(rt, generation, "warmstart", lambda: warm.warmstart_stage(rt, generation))
+    return staged(rt, generation, "warmstart", WarmstartReport,
+                  lambda: warm.warmstart_stage(rt, generation))
 
 
 @task(name="design_environments", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
       retry_condition_fn=lambda task, run, state: transient(state))
-def design_environments(cfg: Config, generation: int, doc_ids: list[str]) -> list[int]:
+def design_environments(cfg: Config, generation: int, documents: Documents) -> Designs:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "design_environments",
-                  lambda: designer.design_stage(rt, generation, doc_ids))
+    return staged(rt, generation, "design_environments", Designs,
+                  lambda: designer.design_stage(rt, generation, documents))
 
 
 @task(name="validate_program", cache_policy=NO_CACHE)
@@ -62,68 +68,77 @@ def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
     return designer.validate_program(source, sandbox_cfg, validation_cfg)
 
 
+def _designs_of(rt, generation: int, designs: Designs) -> list[designer.Design]:
+    """The recorded designs ``designs`` names (their programs are the store's)."""
+    wanted = set(designs.design_ids)
+    return [d for d in designer.load_designs(rt.store, rt.run, generation)
+            if d.design_idx in wanted]
+
+
 @task(name="record_validations", cache_policy=NO_CACHE)
-def record_validations(cfg: Config, generation: int, design_ids: list[int],
-                       reports: list[dict]) -> list[str]:
+def record_validations(cfg: Config, generation: int, designs: Designs,
+                       reports: list[dict]) -> Verdicts:
     rt = open_runtime(cfg)
-    designs = [d for d in designer.load_designs(rt.store, rt.run, generation)
-               if d.design_idx in set(design_ids)]
-    return staged(rt, generation, "validate_environments",
-                  lambda: designer.apply_reports(rt, generation, designs, reports))
+    recorded = _designs_of(rt, generation, designs)
+    return staged(rt, generation, "validate_environments", Verdicts,
+                  lambda: designer.apply_reports(rt, generation, recorded, reports))
 
 
-def validate_environments(cfg: Config, generation: int, design_ids: list[int]) -> list[str]:
+def validate_environments(cfg: Config, generation: int, designs: Designs) -> Verdicts:
     """Validate every design as its own task (fanned out on the task runner: threads,
     or Ray workers), then record the verdicts in one transaction."""
     rt = open_runtime(cfg)
-    done = rt.stage_result(generation, "validate_environments")
+    done = finished(rt, generation, "validate_environments", Verdicts)
     if done is not None:
         return done
     t0 = time.perf_counter()
-    designs = [d for d in designer.load_designs(rt.store, rt.run, generation)
-               if d.design_idx in set(design_ids)]
-    futures = validate_program.map([d.source for d in designs], unmapped(cfg.sandbox),
+    recorded = _designs_of(rt, generation, designs)
+    futures = validate_program.map([d.source for d in recorded], unmapped(cfg.sandbox),
                                    unmapped(cfg.validation))
     reports = [f.result() for f in futures]
-    accepted = record_validations(cfg, generation, design_ids, reports)
+    verdicts = record_validations(cfg, generation, designs, reports)
     rt.timings["validate_environments"] = time.perf_counter() - t0
-    return accepted
+    return verdicts
 
 
 @task(name="rollout", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
       retry_condition_fn=lambda task, run, state: transient(state))
-def rollout(cfg: Config, generation: int, new_env_ids: list[str]) -> dict:
+def rollout(cfg: Config, generation: int, verdicts: Verdicts) -> Played:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "rollout",
-                  lambda: rollout_stage.rollout_stage(rt, generation, new_env_ids))
+    return staged(rt, generation, "rollout", Played,
+                  lambda: rollout_stage.rollout_stage(rt, generation, verdicts))
 
 
 @task(name="score_regret", cache_policy=NO_CACHE)
-def score_regret(cfg: Config, generation: int) -> dict:
+def score_regret(cfg: Config, generation: int, played: Played) -> Scores:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "score_regret", lambda: regret.score_stage(rt, generation))
+    return staged(rt, generation, "score_regret", Scores,
+                  lambda: regret.score_stage(rt, generation, played))
 
 
 @task(name="train_step", cache_policy=NO_CACHE)
-def train_step(cfg: Config, generation: int) -> dict:
+def train_step(cfg: Config, generation: int, scores: Scores, played: Played) -> TrainReport:
     # torch loads with the training module (3 s): only when a step is due, not at flow import.
     from spade_tasks import training
 
     rt = open_runtime(cfg)
-    return staged(rt, generation, "train_step", lambda: training.train_stage(rt, generation))
+    return staged(rt, generation, "train_step", TrainReport,
+                  lambda: training.train_stage(rt, generation, scores, played))
 
 
 @task(name="update_memory", cache_policy=NO_CACHE)
-def update_memory(cfg: Config, generation: int) -> dict:
+def update_memory(cfg: Config, generation: int, verdicts: Verdicts,
+                  scores: Scores) -> MemoryReport:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "update_memory",
-                  lambda: memory_stage.update_stage(rt, generation))
+    return staged(rt, generation, "update_memory", MemoryReport,
+                  lambda: memory_stage.update_stage(rt, generation, verdicts, scores))
 
 
 @task(name="evaluate_generation", cache_policy=NO_CACHE)
-def evaluate_generation(cfg: Config, generation: int) -> dict:
+def evaluate_generation(cfg: Config, generation: int, trained: TrainReport) -> EvalReport:
     rt = open_runtime(cfg)
-    return staged(rt, generation, "evaluate_generation", lambda: eval_stage(rt, generation))
+    return staged(rt, generation, "evaluate_generation", EvalReport,
+                  lambda: eval_stage(rt, generation, trained))
 
 
 @task(name="log_generation", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
@@ -139,25 +154,24 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     if run_name:
         cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"name": run_name})})
     rt = open_runtime(cfg)
-    generation = rt.current_generation()
-    rt.begin_generation(generation)
+    g = rt.current_generation()
+    rt.begin_generation(g)
     rt.timings.clear()
     t0 = time.perf_counter()
 
-    doc_ids = sample_documents(cfg, generation)
-    warm = warmstart(cfg, generation)
-    design_ids = design_environments(cfg, generation, doc_ids)
-    new_env_ids = validate_environments(cfg, generation, design_ids)
-    played = rollout(cfg, generation, new_env_ids)
-    scores = score_regret(cfg, generation)
-    trained = train_step(cfg, generation)
-    memory = update_memory(cfg, generation)
-    evals = evaluate_generation(cfg, generation)
+    docs = sample_documents(cfg, g)
+    warm = warmstart(cfg, g)
+    designs = design_environments(cfg, g, docs)
+    verdicts = validate_environments(cfg, g, designs)
+    played = rollout(cfg, g, verdicts)
+    scores = score_regret(cfg, g, played)
+    trained = train_step(cfg, g, scores, played)
+    memory = update_memory(cfg, g, verdicts, scores)
+    evals = evaluate_generation(cfg, g, trained)
 
-    summary = {"generation": generation, "documents": len(doc_ids),
-               "designs": len(design_ids), "accepted": len(new_env_ids),
-               **played, **scores, **trained, **memory, **evals,
-               **{k: v for k, v in warm.items() if k != "checkpoint"},
-               "wall_s": time.perf_counter() - t0,
+    summary = {"generation": g, **docs.to_summary(), **designs.to_summary(),
+               **verdicts.to_summary(), **played.to_summary(), **scores.to_summary(),
+               **trained.to_summary(), **memory.to_summary(), **evals.to_summary(),
+               **warm.to_summary(), "wall_s": time.perf_counter() - t0,
                "timings": dict(rt.timings)}
-    return log_generation(cfg, generation, summary)
+    return log_generation(cfg, g, summary)

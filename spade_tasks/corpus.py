@@ -24,13 +24,18 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spade_tasks.config import CorpusConfig
 from spade_tasks.errors import UserError
+from spade_tasks.records import Documents
 from spade_tasks.seeds import derive
 from spade_tasks.store import Store, queries
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 EMBEDDED = ("embedded:news", "embedded:wiki")
 NONE = "none"
@@ -284,14 +289,14 @@ __all__ = ["Document", "CorpusError", "load_corpus", "sample_documents", "trunca
            "clean_wikitext"]
 
 
-def sample_stage(rt, generation: int) -> list[str]:
+def sample_stage(rt: StageRuntime, generation: int) -> Documents:
     """The flow's first stage: this generation's grounding documents (their ids)."""
     if rt.cfg.designer.mode == "fixed":
-        return []  # the fixed-environment baseline designs nothing, so grounds nothing
+        return Documents()  # the fixed-environment baseline designs nothing, so grounds nothing
     n = rt.cfg.designer.designs_per_generation
     docs = sample_documents(rt.store, rt.run, generation, n, rt.seed(generation),
                             rt.cfg.corpus)
-    return [d.doc_id for d in docs]
+    return Documents(doc_ids=[d.doc_id for d in docs])
 
 
 def documents_of(store: Store, run: str, generation: int) -> list[Document]:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
 from spade_tasks import progress
 from spade_tasks.config import Config, MemoryConfig, ValidationConfig
@@ -29,10 +30,14 @@ from spade_tasks.llm.base import (Backend, Completion, SamplingParams, make_back
                                   with_prefill)
 from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
                                 prompt_examples)
+from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import Report, validate_source
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 PROMPTS = Path(__file__).parent / "prompts"
 SYSTEM_PROMPTS = {"games": "designer_games.txt", "tool_use": "designer_tool_use.txt"}
@@ -431,14 +436,14 @@ __all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_progra
 # -- the flow's stages -----------------------------------------------------------------
 
 
-def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
+def design_stage(rt: StageRuntime, generation: int, documents: Documents) -> Designs:
     """Write this generation's designs (one per document) and record them unvalidated."""
     cfg = rt.cfg
     if cfg.designer.mode == "fixed":
         # The fixed-environment baseline: the pool is the fixed programs, nothing is designed.
         init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.fixed_pool,
                     allow_unverified=cfg.designer.allow_unverified_pool)
-        return []
+        return Designs()
     init_memory(rt.store, rt.run, rt.sandbox, cfg.validation, cfg.designer.seed_pool)
     seed = rt.seed(generation)
     if cfg.memory.enabled:
@@ -446,13 +451,15 @@ def design_stage(rt, generation: int, doc_ids: list[str]) -> list[int]:
                                    seed)
     else:  # the no-memory ablation: no examples, no titles to avoid
         examples = PromptExamples([], [], [])
-    docs = documents_of(rt.store, rt.run, generation)
+    # The documents' texts are the store's; the record says which, in sampling order.
+    text_of = {d.doc_id: d for d in documents_of(rt.store, rt.run, generation)}
+    docs = [text_of[i] for i in documents.doc_ids]
     docs = docs or [None] * cfg.designer.designs_per_generation  # the no-corpus ablation
     with progress.stage("design environments", total=len(docs)) as bar:
         designs = design(rt.backend(), docs, examples, cfg, seed)
         bar.advance(len(designs), sum(len(d.completion.token_ids) for d in designs))
     record_designs(rt.store, rt.run, generation, designs)
-    return [d.design_idx for d in designs]
+    return Designs(design_ids=[d.design_idx for d in designs])
 
 
 def load_designs(store: Store, run: str, generation: int) -> list[Design]:
@@ -488,9 +495,10 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
                 "has_hint": meta.has_hint, "has_oracle": meta.has_oracle}}
 
 
-def apply_reports(rt, generation: int, designs: list[Design], reports: list[dict]) -> list[str]:
-    """Record validation reports (from ``validate_program``) against their designs;
-    returns the accepted env ids."""
+def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
+                  reports: list[dict]) -> Verdicts:
+    """Record validation reports (from ``validate_program``) against their designs
+    (near-duplicates of known programs refused); returns the verdicts."""
     out = []
     for d, rep in zip(designs, reports):
         d = replace(d, accepted=rep["accepted"], reasons=list(rep["reasons"]), tier=rep["tier"],
@@ -501,4 +509,5 @@ def apply_reports(rt, generation: int, designs: list[Design], reports: list[dict
         out.append(d)
     out = record_designs(rt.store, rt.run, generation, out,
                          dedup_threshold=rt.cfg.memory.dedup_threshold)
-    return [d.env_id for d in out if d.accepted]
+    return Verdicts(accepted_env_ids=[d.env_id for d in out if d.accepted],
+                    rejected=sum(not d.accepted for d in out))

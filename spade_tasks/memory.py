@@ -44,13 +44,18 @@ from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spade_tasks.config import MemoryConfig, ValidationConfig
 from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_record,
                                       record_from_meta, save_record, seed_paths)
 from spade_tasks.errors import SpadeError
+from spade_tasks.records import MemoryReport, Scores, Verdicts
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import validate_source_cached
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 STATS_WEIGHT_NEW = 0.5
 """Weight of a generation's new estimate in an entry's moving-average statistics."""
@@ -425,12 +430,14 @@ __all__ = ["MemoryEntry", "EnvStats", "AddResult", "PromptExamples", "SeedReject
 # -- the flow's stage ------------------------------------------------------------------
 
 
-def update_stage(rt, generation: int) -> dict:
+def update_stage(rt: StageRuntime, generation: int, verdicts: Verdicts, scores: Scores
+                 ) -> MemoryReport:
     """Add this generation's accepted environments (near-duplicates refused) and fold
-    the generation's regret estimates into every played environment's statistics."""
+    the generation's regret estimates (``scores``; the per-environment statistics are
+    the store's ``regrets`` rows) into every played environment's statistics."""
     store, run, cfg = rt.store, rt.run, rt.cfg.memory
     added = refused = 0
-    for env_id in queries.accepted_env_ids(store, run, generation):
+    for env_id in sorted(set(verdicts.accepted_env_ids)):
         rec = load_record(store, env_id)
         if rec is None:
             continue
@@ -440,5 +447,6 @@ def update_stage(rt, generation: int) -> dict:
     drop_flagged(store, run)
     regrets = queries.regrets_of(store, run, generation)
     evicted = update_stats(store, run, generation, {r["env_id"]: r for r in regrets}, cfg)
-    return {"memory_added": added, "memory_refused": refused, "memory_evicted": len(evicted),
-            "memory_size": len(entries(store, run)), "memory_diversity": diversity(store, run)}
+    return MemoryReport(memory_added=added, memory_refused=refused,
+                        memory_evicted=len(evicted), memory_size=len(entries(store, run)),
+                        memory_diversity=diversity(store, run))

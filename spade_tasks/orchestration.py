@@ -7,31 +7,55 @@ what needs a flow object takes it as an argument.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import TypeVar
 
 from prefect import Flow, get_run_logger
+from prefect.exceptions import MissingContextError
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from spade_tasks.config import Config
 from spade_tasks.errors import UserError
+from spade_tasks.records import Record
 from spade_tasks.runtime import Runtime
 
+R = TypeVar("R", bound=Record)
 
-def staged(rt: Runtime, generation: int, name: str, fn):
-    """Run ``fn`` unless the stage already finished in this generation (resume)."""
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run's logger; a plain one outside a run (a stage called directly)."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
+def finished(rt: Runtime, generation: int, name: str, record: type[R]) -> R | None:
+    """The record a stage stored when it finished in this generation; None if it has not."""
     done = rt.stage_result(generation, name)
+    return None if done is None else record.load(done)
+
+
+def staged(rt: Runtime, generation: int, name: str, record: type[R], fn: Callable[[], R]) -> R:
+    """Run ``fn`` unless the stage already finished in this generation (resume): its
+    record is stored as JSON when it finishes, and a rerun gets the same record back."""
+    done = finished(rt, generation, name, record)
     if done is not None:
-        get_run_logger().info("%s: finished earlier, skipped", name)
+        _logger().info("%s: finished earlier, skipped", name)
         rt.timings.setdefault(name, 0.0)
         return done
-    get_run_logger().info("%s: started (generation %d)", name, generation)
+    _logger().info("%s: started (generation %d)", name, generation)
     t0 = time.perf_counter()
     result = fn()
+    if not isinstance(result, record):
+        raise TypeError(f"stage {name} returned {type(result).__name__}, not {record.__name__}")
     seconds = time.perf_counter() - t0
     rt.timings[name] = seconds
-    rt.mark_stage(generation, name, result, seconds)
+    rt.mark_stage(generation, name, result.dump(), seconds)
     return result
 
 

@@ -12,10 +12,15 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from spade_tasks import registry
 from spade_tasks.errors import ConfigError, RewardError
+from spade_tasks.records import Played, Scores
 from spade_tasks.store import queries
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 WIN_RETURN = 1.0
 """An episode is a win (solved) when its return is at least this."""
@@ -388,13 +393,17 @@ def _rejected_design_reward(dcfg, reasons, completion: str | None) -> float:
                             text, reward_name=dcfg.reward, constant=dcfg.rejected_constant)
 
 
-def score_stage(rt, generation: int) -> dict:
-    """Regret of every environment played this generation, and each design's reward.
+def score_stage(rt: StageRuntime, generation: int, played: Played) -> Scores:
+    """Regret of every environment ``played`` this generation, and each design's reward.
 
-    Writes ``regrets`` rows and fills ``designs.reward`` (rejected designs get the
-    configured negative reward) in one transaction each, so a rerun replaces them."""
+    The episodes' returns are read from the store (they are the rollout's rows); writes
+    ``regrets`` rows and fills ``designs.reward`` (rejected designs get the configured
+    negative reward) in one transaction each, so a rerun replaces them."""
     cfg, store, run = rt.cfg, rt.store, rt.run
     eps = queries.episode_returns(store, run, generation)
+    if len(eps) != played.episodes:
+        raise RewardError(f"generation {generation}: the store holds {len(eps)} episodes, "
+                          f"the rollout recorded {played.episodes}")
     by_env: dict[str, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     for e in eps:
         by_env[e["env_id"]][bool(e["with_hint"])].append(e["ret"])
@@ -441,11 +450,12 @@ def score_stage(rt, generation: int) -> dict:
         written.append((d["design_idx"], r))
     queries.set_design_rewards(store, run, generation, written)
     n = len(stats)
-    return {
-        "environments_played": n,
-        "regret_mean": sum(s.regret for s in stats.values()) / n if n else 0.0,
-        "win_rate_no_hint": sum(s.win_rate_without_hint for s in stats.values()) / n if n else 0.0,
-        "win_rate_hint": sum(s.win_rate_with_hint for s in stats.values()) / n if n else 0.0,
-        "designer_reward_mean": sum(rewards) / len(rewards) if rewards else 0.0,
-        "baseline_win_rate": baseline,
-    }
+    return Scores(
+        regret_by_env={env: s.regret for env, s in sorted(stats.items())},
+        environments_played=n,
+        regret_mean=sum(s.regret for s in stats.values()) / n if n else 0.0,
+        win_rate_no_hint=sum(s.win_rate_without_hint for s in stats.values()) / n if n else 0.0,
+        win_rate_hint=sum(s.win_rate_with_hint for s in stats.values()) / n if n else 0.0,
+        designer_reward_mean=sum(rewards) / len(rewards) if rewards else 0.0,
+        baseline_win_rate=baseline,
+    )

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -45,10 +46,14 @@ from spade_tasks.errors import SpadeError
 from spade_tasks.hints import leaks, model_hints, probe
 from spade_tasks.llm.base import (Backend, Completion, SamplingParams, render_prompts,
                                   with_prefill)
+from spade_tasks.records import Played, Verdicts
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.seeds import derive
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import EPS, RETURN_CAP, SOLVED, capped_return
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 HINT_FORMAT = "{observation}\n\nHint: {hint}"
@@ -339,12 +344,13 @@ def overflowing(results: Sequence[EpisodeResult]) -> dict[str, str]:
 # -- the flow's stage ---------------------------------------------------------------------
 
 
-def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
+def rollout_stage(rt: StageRuntime, generation: int, verdicts: Verdicts) -> Played:
     """Play this generation's accepted environments plus a sample of the memory pool,
     without and with hints, and record every episode and turn."""
     cfg, store, run = rt.cfg, rt.store, rt.run
     seed = rt.seed(generation, salt=7)
-    new = [r for r in (load_record(store, e) for e in new_env_ids) if r is not None]
+    new = [r for r in (load_record(store, e) for e in verdicts.accepted_env_ids)
+           if r is not None]
     pool = memory.pool_sample(store, run, cfg.rollout.pool_sample, seed,
                               exclude=[r.env_id for r in new])
     envs = new + pool
@@ -380,13 +386,15 @@ def rollout_stage(rt, generation: int, new_env_ids: list[str]) -> dict:
     for env_id, why in overflow.items():
         flag_environment(store, env_id, why)
     memory.drop_flagged(store, run)
-    return {"episodes": len(results), "environments": [r.env_id for r in envs],
-            "environments_new": len(new), "environments_pool": len(pool),
-            "hints_model": len(hints), "hints_dropped": len(unhinted),
-            "hints_env_refused": len(refused), "environments_overflow": sorted(overflow),
-            "environments_unhinted": unhinted, "rollout_workers": cfg.model.replicas,
-            "rollout_tokens": tokens, "rollout_tokens_per_s": tokens / seconds if seconds else 0.0,
-            "end_reasons": dict(Counter(r.end_reason for r in results))}
+    return Played(
+        episode_ids=[r.episode_id for r in results],
+        episodes=len(results), environments=[r.env_id for r in envs],
+        environments_new=len(new), environments_pool=len(pool),
+        hints_model=len(hints), hints_dropped=len(unhinted),
+        hints_env_refused=len(refused), environments_overflow=sorted(overflow),
+        environments_unhinted=unhinted, rollout_workers=cfg.model.replicas,
+        rollout_tokens=tokens, rollout_tokens_per_s=tokens / seconds if seconds else 0.0,
+        end_reasons=dict(Counter(r.end_reason for r in results)))
 
 
 # -- one episode, for `spade play --policy model` -----------------------------------------

@@ -12,11 +12,14 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_tasks.config import Config
 from spade_tasks.store import Store, queries
 from spade_tasks.transcripts import format_transcript
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 
 def _client(uri: str):
@@ -161,7 +164,7 @@ class Tracker:
         return logged
 
 
-def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
+def generation_metrics(rt: StageRuntime, generation: int, summary: dict) -> dict[str, float]:
     """The numbers of one generation, read back from DuckDB (the source of truth)."""
     run = rt.run
     m: dict[str, float] = {}
@@ -202,7 +205,7 @@ def generation_metrics(rt, generation: int, summary: dict) -> dict[str, float]:
     return m
 
 
-def log_stage(rt, generation: int, summary: dict) -> dict:
+def log_stage(rt: StageRuntime, generation: int, summary: dict) -> dict:
     """Log one generation to MLflow (nested under the run) and mark it finished."""
     tr: Tracker = rt.tracker
     parent = tr.parent_run()

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
@@ -25,8 +25,12 @@ from spade_tasks import progress
 from spade_tasks.config import TrainingConfig
 from spade_tasks.errors import ConfigError, TrainingError
 from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
+from spade_tasks.records import Played, Scores, TrainReport
 from spade_tasks.regret import group_advantages, grouped_advantages
 from spade_tasks.store import queries
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 DEEPSPEED_SUBDIR = "deepspeed"
 """Where inside a checkpoint folder the engine's optimizer state lives."""
@@ -512,7 +516,7 @@ class TrainEngine:
 # ---------------------------------------------------------------- the flow's stage
 
 
-def generation_samples(rt, generation: int) -> list[TrainSample]:
+def generation_samples(rt: StageRuntime, generation: int) -> list[TrainSample]:
     """Both roles' samples of one generation, read from DuckDB exactly as generated.
 
     Designer: each design completion, rewarded by the regret stage, advantages relative
@@ -538,9 +542,13 @@ def generation_samples(rt, generation: int) -> list[TrainSample]:
     return samples
 
 
-def train_stage(rt, generation: int) -> dict:
+def train_stage(rt: StageRuntime, generation: int, scores: Scores,
+                played: Played) -> TrainReport:
     """One DeepSpeed step on the generation's samples, then an atomic checkpoint (none
-    when there was nothing to train on)."""
+    when there was nothing to train on).
+
+    The samples are the designs ``scores`` rewarded and the turns of the episodes
+    ``played`` without a hint; their token arrays are read from the store."""
     trained_from = rt.latest_checkpoint() or rt.cfg.model.name
     samples = generation_samples(rt, generation)
     result: dict = {"trained_from": trained_from, "train_samples": len(samples),
@@ -566,4 +574,4 @@ def train_stage(rt, generation: int) -> dict:
         "run": rt.run, "generation": generation, "step": 0,
         "metrics": {k: v for k, v in result.items() if k != "checkpoint"},
         "checkpoint": result["checkpoint"]}])
-    return result
+    return TrainReport(**result)

@@ -26,6 +26,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spade_tasks.config import Config
 from spade_tasks.designer import build_prompt, extract_program
@@ -33,8 +34,12 @@ from spade_tasks.llm.base import with_prefill
 from spade_tasks.environments import title_of
 from spade_tasks.errors import UserError
 from spade_tasks.memory import PromptExamples, features, jaccard
+from spade_tasks.records import WarmstartReport
 from spade_tasks.store import queries
 from spade_tasks.training import SFTSample
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 FENCE = "```python\n"
 CACHE_VERSION = "1"
@@ -254,13 +259,16 @@ class WarmstartResult:
     checkpoint: str | None = None
     cached: bool = False
 
+    def report(self) -> WarmstartReport:
+        return WarmstartReport(
+            warmstart_pairs=self.pairs, warmstart_programs=self.programs,
+            warmstart_steps=self.steps, warmstart_losses=self.losses,
+            warmstart_loss_first=self.losses[0] if self.losses else None,
+            warmstart_loss_last=self.losses[-1] if self.losses else None,
+            warmstart_s=self.seconds, warmstart_cached=self.cached, checkpoint=self.checkpoint)
+
     def to_json(self) -> dict:
-        return {"warmstart_pairs": self.pairs, "warmstart_programs": self.programs,
-                "warmstart_steps": self.steps, "warmstart_losses": self.losses,
-                "warmstart_loss_first": self.losses[0] if self.losses else None,
-                "warmstart_loss_last": self.losses[-1] if self.losses else None,
-                "warmstart_s": self.seconds, "warmstart_cached": self.cached,
-                "checkpoint": self.checkpoint}
+        return self.report().dump()
 
 
 def train(engine, samples: list[SFTSample], steps: int, batch_size: int, lr: float,
@@ -394,7 +402,7 @@ def accepted_pairs(cfg: Config, store, run: str, before: int) -> list[Pair]:
 # -- the flow's stage and the command ------------------------------------------------
 
 
-def warmstart_stage(rt, generation: int) -> dict:
+def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     """Before generation 0: the first warm start (cached by content). Before a later
     generation: ``accepted_steps`` supervised steps on the designs accepted so far.
     Writes no checkpoint when there is nothing to learn (the result says why)."""
@@ -403,23 +411,23 @@ def warmstart_stage(rt, generation: int) -> dict:
     cfg = rt.cfg
     ws = cfg.warmstart
     if not ws.enabled or cfg.designer.mode == "fixed" or not cfg.designer.training:
-        return {"warmstart_skipped": "off"}
+        return WarmstartReport.skipped("off")
     seed = rt.seed(generation, salt=7)
     if generation == 0 and rt.latest_checkpoint() is None:
         with progress.stage("warm start", total=ws.steps) as bar:
             res = first_warmstart(cfg, rt.trainer, seed,
                                   log=lambda msg: bar.advance(1) if "step loss" in msg else None)
-        return res.to_json()
+        return res.report()
     if ws.accepted_steps == 0:
-        return {"warmstart_skipped": "accepted_steps is 0"}
+        return WarmstartReport.skipped("accepted_steps is 0")
     pairs = accepted_pairs(cfg, rt.store, rt.run, generation)
     if not pairs:
-        return {"warmstart_skipped": "no accepted design yet"}
+        return WarmstartReport.skipped("no accepted design yet")
     t0 = time.perf_counter()
     engine = rt.trainer()
     samples = tokenize_pairs(engine.tokenizer, pairs, ws.max_tokens, cfg.designer.max_new_tokens)
     if not samples:
-        return {"warmstart_skipped": "every accepted design is longer than max_tokens"}
+        return WarmstartReport.skipped("every accepted design is longer than max_tokens")
     with progress.stage("warm start (accepted designs)", total=ws.accepted_steps) as bar:
         losses = train(engine, samples, ws.accepted_steps, ws.batch_size, ws.lr, seed,
                        lambda m: bar.advance(1, m.tokens))
@@ -430,7 +438,7 @@ def warmstart_stage(rt, generation: int) -> dict:
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return WarmstartResult(len(samples), len(pairs), ws.accepted_steps, losses,
-                           time.perf_counter() - t0, str(final)).to_json()
+                           time.perf_counter() - t0, str(final)).report()
 
 
 def run_warmstart(cfg: Config, log=print) -> dict:

@@ -67,8 +67,9 @@ def test_fixed_mode_designs_nothing_and_pools_the_fixed_programs(tmp_path, runti
     shutil.copy(SEEDS / "number_guess.py", seeds)
     shutil.copy(RG_DIR / "gcd.py", rg)
     rt = open_runtime(fixed_cfg(tmp_path / "runs", [seeds, rg]))
-    assert corpus.sample_stage(rt, 0) == []
-    assert designer.design_stage(rt, 0, []) == []
+    docs = corpus.sample_stage(rt, 0)
+    assert docs.doc_ids == ()
+    assert designer.design_stage(rt, 0, docs).design_ids == ()
     assert rt.store.count("designs", run="fixed") == 0
     entries = memory.entries(rt.store, "fixed")
     assert {e.record.class_name: Path(e.record.path).parent for e in entries} == {
@@ -122,6 +123,7 @@ def test_eval_due_every_kth_generation():
 def test_eval_stage_scores_the_just_trained_checkpoint(tmp_path, runtime):
     from spade_tasks.evaluation import eval_stage
     from spade_tasks.llm.scripted import ScriptedBackend
+    from spade_tasks.records import TrainReport
     from spade_tasks.runtime import open_runtime
     from spade_tasks.tracking import generation_metrics
 
@@ -130,9 +132,11 @@ def test_eval_stage_scores_the_just_trained_checkpoint(tmp_path, runtime):
     rt = open_runtime(cfg)
     backend = ScriptedBackend(["<answer>1</answer>"])
     rt._backend = backend  # what backend() would have loaded, without a model
-    assert eval_stage(rt, 0) == {}  # not due: generation 1 is the first due one
-    rt.mark_stage(1, "train_step", {"checkpoint": str(tmp_path / "gen-0001")}, 0.0)
-    out = eval_stage(rt, 1)
+    trained = TrainReport(trained_from="base", train_samples=1, train_samples_designer=0,
+                          train_samples_agent=1, train_world_size=1,
+                          checkpoint=str(tmp_path / "gen-0001"))
+    assert eval_stage(rt, 0, trained).to_summary() == {}  # not due: generation 1 is
+    out = eval_stage(rt, 1, trained).to_summary()  # the first due one
     assert backend.loaded == [tmp_path / "gen-0001"]
     assert out["eval.reasoning-gym.n"] == 3 and 0.0 <= out["eval.reasoning-gym"] <= 1.0
     rows = rt.store.rows("SELECT run, checkpoint FROM evaluations")

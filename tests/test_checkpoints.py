@@ -192,14 +192,23 @@ def test_kept_checkpoint_loads_with_mlflow_transformers(tmp_path, tiny_checkpoin
 
 
 def test_no_step_writes_no_checkpoint(tmp_path):
+    from spade_tasks.records import Played, Scores
     from spade_tasks.runtime import close_all
     from spade_tasks.training import train_stage
 
     rt = _runtime(tmp_path)
     try:
         rt.begin_generation(0)
-        result = train_stage(rt, 0)  # an empty generation: nothing to train on
-        assert result["checkpoint"] is None and "skipped" in result
+        nothing = Scores(environments_played=0, regret_mean=0.0, win_rate_no_hint=0.0,
+                         win_rate_hint=0.0, designer_reward_mean=0.0, baseline_win_rate=None)
+        played = Played(episodes=0, environments=[], environments_new=0, environments_pool=0,
+                        hints_model=0, hints_dropped=0, hints_env_refused=0,
+                        environments_overflow=[], environments_unhinted=[],
+                        rollout_workers=1, rollout_tokens=0, rollout_tokens_per_s=0.0,
+                        end_reasons={})
+        result = train_stage(rt, 0, nothing, played)  # an empty generation: nothing to train on
+        assert result.checkpoint is None and "skipped" in result.to_summary()
+        assert "loss" not in result.to_summary()
         assert not (rt.run_dir / "checkpoints").exists()
         assert rt._trainer is None  # the model was not even loaded
         assert rt.latest_checkpoint() is None

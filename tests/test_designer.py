@@ -280,8 +280,8 @@ def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandb
     assert all(r["accepted"] and r["fingerprint"] for r in reports)
     with Store(tmp_path / "s.duckdb") as store:
         Rt.store = store
-        accepted = apply_reports(Rt, 0, designs, reports)
-        assert accepted == [env_id_of(GOOD)]
+        verdicts = apply_reports(Rt, 0, designs, reports)
+        assert verdicts.accepted_env_ids == (env_id_of(GOOD),) and verdicts.rejected == 1
         row = store.rows("SELECT reasons FROM designs WHERE design_idx = 1")[0]
         assert row["reasons"][0].startswith("duplicate: ") and detail in row["reasons"][0]
 

@@ -318,10 +318,10 @@ def test_score_stage_grades_rejected_designs_below_accepted_ones(tmp_path):
             {"run": "r", "generation": 0, "episode_id": f"{h}{k}", "env_id": "e1",
              "with_hint": h, "return": r} for k, (h, r) in enumerate(
                 [(False, 0.0), (False, 1.0), (True, 1.0), (True, 1.0)])])
-        out = score_stage(Runtime(cfg, store), 0)
+        out = score_stage(Runtime(cfg, store), 0, _played(4))
         rewards = [r["reward"] for r in store.rows(
             "SELECT reward FROM designs WHERE run = 'r' ORDER BY design_idx")]
-    assert out["regret_mean"] == pytest.approx(0.5)
+    assert out.regret_mean == pytest.approx(0.5) and out.regret_by_env == {"e1": 0.5}
     assert rewards[0] == pytest.approx(0.5)
     assert rewards[1] < rewards[2] < rewards[3] < lowest_accepted("regret") <= rewards[0]
     constant = Config(run=RunConfig(name="r2", root=tmp_path),
@@ -330,6 +330,28 @@ def test_score_stage_grades_rejected_designs_below_accepted_ones(tmp_path):
 
 
 # ---------------------------------------------------------------- the scoring stage
+
+
+def _played(n):
+    """The rollout record of ``n`` episodes (their rows are the test's)."""
+    from spade_tasks.records import Played
+
+    return Played(episode_ids=[], episodes=n, environments=[], environments_new=0,
+                  environments_pool=0, hints_model=0, hints_dropped=0, hints_env_refused=0,
+                  environments_overflow=[], environments_unhinted=[], rollout_workers=1,
+                  rollout_tokens=0, rollout_tokens_per_s=0.0, end_reasons={})
+
+
+def test_score_stage_refuses_a_rollout_the_store_does_not_hold(tmp_path):
+    from spade_tasks.errors import RewardError
+    from spade_tasks.regret import score_stage
+    from spade_tasks.store import Store
+
+    with Store(tmp_path / "s.duckdb") as store:
+        store.upsert("episodes", {"run": "r", "generation": 0, "env_id": "a",
+                                  "episode_id": "a-0", "with_hint": False, "return": 1.0})
+        with pytest.raises(RewardError, match="holds 1 episodes, the rollout recorded 2"):
+            score_stage(_Rt(store), 0, _played(2))
 
 
 class _Rt:
@@ -361,7 +383,7 @@ def _scored(tmp_path, flag=None):
                                           "episode_id": f"{env}-{with_hint}",
                                           "with_hint": with_hint, "return": ret})
         store.upsert("environments", {"env_id": "c", "flag": flag})
-        score_stage(_Rt(store), 0)
+        score_stage(_Rt(store), 0, _played(4))
         rewards = {r["design_idx"]: r["reward"] for r in store.rows(
             "SELECT design_idx, reward FROM designs ORDER BY design_idx")}
         used = [r["design_idx"] for r in store.rows(

@@ -519,6 +519,7 @@ class _StageRt:
 def test_stage_replaces_a_leaking_hint_and_drops_an_overflowing_environment(sandbox, tmp_path):
     from spade_tasks import memory
     from spade_tasks.environments import load_record, save_record
+    from spade_tasks.records import Verdicts
     from spade_tasks.rollout import rollout_stage
 
     leaky, greedy = record("LeakyHintEnv"), record("GreedyEnv")
@@ -527,10 +528,14 @@ def test_stage_replaces_a_leaking_hint_and_drops_an_overflowing_environment(sand
             save_record(store, rec)
             store.upsert("memory", memory._new_row("r", rec.env_id, 0))
         backend = ScriptedBackend(constant("Try the colours in turn."))
-        out = rollout_stage(_StageRt(store, sandbox, backend), 0, [leaky.env_id, greedy.env_id])
+        verdicts = Verdicts(accepted_env_ids=[leaky.env_id, greedy.env_id])
+        out = rollout_stage(_StageRt(store, sandbox, backend), 0, verdicts)
         hints = {r["episode_id"]: r["hint"] for r in store.rows(
             "SELECT episode_id, hint FROM episodes WHERE with_hint")}
         assert hints["leakyhintenv-h-0"] == hints["leakyhintenv-h-1"] == "Try the colours in turn."
-        assert out["hints_env_refused"] == 1 and out["environments_overflow"] == ["greedyenv"]
+        assert out.hints_env_refused == 1 and out.environments_overflow == ("greedyenv",)
+        assert sorted(out.episode_ids) == sorted(  # the record names every episode recorded
+            r["episode_id"] for r in store.rows("SELECT episode_id FROM episodes"))
+        assert out.to_summary()["environments_overflow"] == ["greedyenv"]
         assert load_record(store, greedy.env_id).flag.startswith("reward_overflow: ")
         assert [e.env_id for e in memory.entries(store, "r")] == [leaky.env_id]

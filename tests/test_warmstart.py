@@ -228,14 +228,14 @@ def test_warm_start_stage_is_off_for_the_fixed_baseline_and_when_disabled(tmp_pa
 
     with Store(tmp_path / "s.duckdb") as store:
         off = Runtime(Config(run=RunConfig(root=tmp_path)), store)
-        assert ws.warmstart_stage(off, 0) == {"warmstart_skipped": "off"}
+        assert ws.warmstart_stage(off, 0).dump() == {"warmstart_skipped": "off"}
         fixed = Runtime(CFG.model_copy(update={"designer": DesignerConfig(mode="fixed")}), store)
-        assert ws.warmstart_stage(fixed, 0) == {"warmstart_skipped": "off"}
+        assert ws.warmstart_stage(fixed, 0).to_summary() == {"warmstart_skipped": "off"}
         later = Runtime(CFG.model_copy(update={"run": RunConfig(name="r", root=tmp_path),
                                                "warmstart": WarmstartConfig(
                                                    enabled=True, accepted_steps=2)}), store)
         later.finish_generation(0, "/run/gen-0", {}, None)
-        assert ws.warmstart_stage(later, 1) == {"warmstart_skipped": "no accepted design yet"}
+        assert ws.warmstart_stage(later, 1).warmstart_skipped == "no accepted design yet"
 
 
 @pytest.mark.slow

@@ -8,13 +8,17 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_tasks.errors import UserError
 from spade_tasks.evaluation.suites import get_suite
 from spade_tasks.llm.base import Backend, SamplingParams, make_backend
+from spade_tasks.records import EvalReport, TrainReport
 from spade_tasks.store import Store, queries
 from spade_tasks.tracking import _client, experiment_id
+
+if TYPE_CHECKING:
+    from spade_tasks.stage_runtime import StageRuntime
 
 
 @dataclass
@@ -203,30 +207,29 @@ def eval_due(every: int, generation: int) -> bool:
     return every > 0 and generation % every == every - 1
 
 
-def eval_stage(rt, generation: int) -> dict:
-    """Evaluate this generation's just-trained checkpoint on the configured suites when
-    the generation is due; returns ``{"eval.<suite>": score}`` (empty when not due).
+def eval_stage(rt: StageRuntime, generation: int, trained: TrainReport) -> EvalReport:
+    """Evaluate the weights this generation ``trained`` on the configured suites when
+    the generation is due (an empty report when not).
 
     Items are drawn with the run's seed, so every evaluation of a run scores the same
     items; rows are recorded under the evaluation run ``<run>-gen-<generation>``, so
     ``compare`` works between generations."""
     cfg = rt.cfg
     if not eval_due(cfg.eval.every, generation):
-        return {}
+        return EvalReport()
     for suite in cfg.eval.suites:
         get_suite(suite).check_available()  # before any model time is spent
-    trained = rt.stage_result(generation, "train_step")
     # A generation that took no step wrote no checkpoint: its weights are its start's.
-    checkpoint = trained["checkpoint"] or trained["trained_from"]
-    backend = rt.backend_at(trained["checkpoint"]) if trained["checkpoint"] else rt.backend()
+    checkpoint = trained.weights
+    backend = rt.backend_at(trained.checkpoint) if trained.checkpoint else rt.backend()
     seed = cfg.run.seed
     params = SamplingParams.from_config(cfg.model, temperature=0.0, seed=seed)
-    out = {}
+    scores, items = {}, {}
     for suite in cfg.eval.suites:
         result = evaluate(suite, backend, cfg.eval.limit, seed, params=params,
                           sandbox=cfg.sandbox)
         result.run = f"{rt.run}-gen-{generation:04d}"
         record(rt.store, result, checkpoint)
-        out[f"eval.{suite}"] = result.score
-        out[f"eval.{suite}.n"] = result.n
-    return out
+        scores[suite] = result.score
+        items[suite] = result.n
+    return EvalReport(scores=scores, items=items)
