@@ -408,8 +408,8 @@ def score_stage(rt: StageRuntime, generation: int, played: Played) -> Scores:
     for e in eps:
         by_env[e["env_id"]][bool(e["with_hint"])].append(e["ret"])
     prev = queries.mean_win_rate_no_hint(store, run, generation - 1)
-    last = rt.stage_result(generation - 1, "score_regret") or {}
-    baseline = last.get("baseline_win_rate")
+    last = rt.stage_result(generation - 1, "score_regret")
+    baseline = None if last is None else Scores.load(last).baseline_win_rate
     if prev is not None:
         baseline = update_baseline(baseline, prev)
     # An environment that paid past 1.0 in this generation's rollout (flagged there) is

@@ -189,13 +189,6 @@ def last_design_generation(store: Store, run: str) -> int | None:
     return store.rows("SELECT max(generation) AS g FROM designs WHERE run = ?", [run])[0]["g"]
 
 
-def accepted_env_ids(store: Store, run: str, generation: int) -> list[str]:
-    """The distinct environments one generation's accepted designs produced, sorted."""
-    return [r["env_id"] for r in store.rows(
-        "SELECT DISTINCT env_id FROM designs WHERE run = ? AND generation = ?"
-        " AND accepted ORDER BY env_id", [run, generation])]
-
-
 def rewarded_designs(store: Store, run: str, generation: int) -> list[dict]:
     """``{prompt_token_ids, token_ids, logprobs, reward}`` of one generation's designs
     that got a reward, by index (the designer's training samples)."""
