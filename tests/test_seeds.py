@@ -5,16 +5,18 @@ from pathlib import Path
 import pytest
 
 from spade_tasks.config import ValidationConfig
-from spade_tasks.validation import check_names, oracle_policy, play, validate_path
+from spade_tasks.validation import (check_names, oracle_policy, play, validate_path,
+                                    validate_source)
 
 SEEDS = sorted(Path("environments_store/seeds").glob("*.py"))
+SMALL = sorted(Path("environments_store/seeds_small").glob("*.py"))
 
 
 def test_there_are_enough_seeds():
     assert len(SEEDS) >= 12
 
 
-@pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SEEDS + SMALL, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_seed_is_accepted_and_oracle_solves_it(sandbox, path):
     report = validate_path(path, sandbox, ValidationConfig(seeds=[0, 1, 2]), run_all=True)
     assert report.accepted, report.reasons
@@ -26,3 +28,21 @@ def test_seed_is_accepted_and_oracle_solves_it(sandbox, path):
     for seed in (7, 123):  # beyond the validator's own seeds
         p = play(sandbox, source, report.class_name, seed, oracle_policy, report.meta.max_turns)
         assert p.error is None and p.ret == pytest.approx(1.0), (seed, p.error, p.rewards)
+
+
+def test_small_seeds_stay_valid_with_words_from_documents(sandbox):
+    """The warm start teaches each small seed with its WORDS list taken from a document
+    (``warmstart.ground_in_document``): those programs must be valid environments too,
+    or the designer would learn to write rejected ones."""
+    from spade_tasks.config import CorpusConfig
+    from spade_tasks.corpus import draw_documents
+    from spade_tasks.warmstart import ground_in_document
+
+    assert len(SMALL) >= 12
+    docs = draw_documents(len(SMALL), 5, CorpusConfig(max_words=80))
+    for path, doc in zip(SMALL, docs):
+        source = path.read_text()
+        grounded = ground_in_document(source, doc)
+        assert grounded != source, f"{path.name}: no WORDS list filled from {doc.doc_id}"
+        report = validate_source(grounded, sandbox, ValidationConfig(seeds=[0, 1, 2]))
+        assert report.accepted, (path.name, doc.doc_id, report.reasons)
