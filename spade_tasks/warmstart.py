@@ -303,8 +303,11 @@ def cache_key(base_model: str, samples: list[SFTSample], cfg: Config, seed: int)
     for f in files:
         h.update(f"{f.name}:{f.stat().st_size}".encode())
     ws = cfg.warmstart
+    # The DeepSpeed config by content (below), not by its path: the same warm start from
+    # another checkout or folder hits the cache.
+    training = cfg.training.model_dump(mode="json", exclude={"deepspeed_config"})
     h.update(json.dumps({"steps": ws.steps, "batch_size": ws.batch_size, "lr": ws.lr,
-                         "seed": seed, "training": cfg.training.model_dump(mode="json")},
+                         "seed": seed, "training": training},
                         sort_keys=True, default=str).encode())
     h.update(Path(cfg.training.deepspeed_config).read_bytes())
     for s in samples:
@@ -424,6 +427,7 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     if not pairs:
         return WarmstartReport.skipped("no accepted design yet")
     t0 = time.perf_counter()
+    start = rt.latest_checkpoint()  # what the engine holds: the newest weights
     engine = rt.trainer()
     samples = tokenize_pairs(engine.tokenizer, pairs, ws.max_tokens, cfg.designer.max_new_tokens)
     if not samples:
@@ -437,8 +441,24 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     engine.save_checkpoint(tmp)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
+    prune_warm_starts(final.parent, keep=[final] + ([Path(start)] if start else []))
     return WarmstartResult(len(samples), len(pairs), ws.accepted_steps, losses,
                            time.perf_counter() - t0, str(final)).report()
+
+
+def prune_warm_starts(folder: Path, keep: list[Path]) -> list[Path]:
+    """Delete the run's earlier warm-start checkpoints (``warmstart-*`` in ``folder``)
+    except ``keep``; the deleted folders. Once a newer one is saved, only the new one and
+    the one it started from (what a rerun after a crash starts from again) can ever be
+    the newest weights; generation checkpoints have their own retention
+    (``spade_tasks/checkpoints.py``)."""
+    kept = {Path(p).resolve() for p in keep}
+    gone = []
+    for old in sorted(folder.glob("warmstart-*")):
+        if old.is_dir() and old.resolve() not in kept:
+            shutil.rmtree(old, ignore_errors=True)
+            gone.append(old)
+    return gone
 
 
 def run_warmstart(cfg: Config, log=print) -> dict:
@@ -454,5 +474,7 @@ def run_warmstart(cfg: Config, log=print) -> dict:
 
 
 __all__ = ["Program", "Pair", "select_programs", "programs_in", "assistant_target",
-           "document_words", "ground_in_document", "build_pairs", "tokenize_pairs", "schedule", "train", "cache_key",
-           "first_warmstart", "accepted_pairs", "warmstart_stage", "run_warmstart"]
+           "document_words", "ground_in_document", "build_pairs", "tokenize_pairs",
+           "schedule", "train", "cache_key",
+           "first_warmstart", "accepted_pairs", "warmstart_stage", "prune_warm_starts",
+           "run_warmstart"]

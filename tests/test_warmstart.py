@@ -159,6 +159,35 @@ def test_cache_key_follows_data_hyperparameters_and_seed():
     assert key != ws.cache_key("embedded:smollm2-135m", [SFTSample([1, 2], [3, 5])], CFG, 0)
 
 
+def test_cache_key_reads_the_deepspeed_config_by_content_not_by_path(tmp_path):
+    from spade_tasks.training import SFTSample
+
+    samples = [SFTSample([1, 2], [3, 4])]
+    src = CFG.training.deepspeed_config
+    copy = tmp_path / "ds.json"  # the same file in another checkout
+    copy.write_bytes(Path(src).read_bytes())
+
+    def at(path):
+        return CFG.model_copy(update={"training": CFG.training.model_copy(
+            update={"deepspeed_config": path})})
+
+    key = ws.cache_key("embedded:smollm2-135m", samples, CFG, 0)
+    assert ws.cache_key("embedded:smollm2-135m", samples, at(copy), 0) == key
+    copy.write_text(copy.read_text().replace("{", '{"gradient_clipping": 0.5, ', 1))
+    assert ws.cache_key("embedded:smollm2-135m", samples, at(copy), 0) != key
+
+
+def test_a_new_warm_start_deletes_the_earlier_ones_but_its_start(tmp_path):
+    ckpts = tmp_path / "checkpoints"
+    for name in ["warmstart-0001", "warmstart-0002", "warmstart-0003", "warmstart-0004",
+                 "gen-0002"]:
+        (ckpts / name).mkdir(parents=True)
+    gone = ws.prune_warm_starts(ckpts, keep=[ckpts / "warmstart-0004", ckpts / "warmstart-0002"])
+    assert [p.name for p in gone] == ["warmstart-0001", "warmstart-0003"]
+    assert sorted(p.name for p in ckpts.iterdir()) == ["gen-0002", "warmstart-0002",
+                                                       "warmstart-0004"]
+
+
 def test_cached_warm_start_is_reused_without_an_engine(tmp_path, monkeypatch):
     monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path))
     cfg = CFG.model_copy(update={"corpus": CFG.corpus.model_copy(update={"max_words": 30})})
