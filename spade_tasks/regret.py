@@ -18,12 +18,11 @@ from spade_tasks import registry
 from spade_tasks.errors import ConfigError, RewardError
 from spade_tasks.records import Played, Scores
 from spade_tasks.store import queries
+from spade_tasks.validation import is_solved
 
 if TYPE_CHECKING:
     from spade_tasks.stage_runtime import StageRuntime
 
-WIN_RETURN = 1.0
-"""An episode is a win (solved) when its return is at least this."""
 
 # The reference code's plateau: full reward for a no-hint win rate in [0.4, 0.6],
 # falling linearly to 0 over 0.25 on either side.
@@ -42,8 +41,8 @@ def _mean(values: Sequence[float], what: str) -> float:
 
 
 def is_win(episode_return: float) -> bool:
-    """A solved episode: return >= 1.0."""
-    return episode_return >= WIN_RETURN
+    """A won episode: a solved one (``validation.is_solved``, the one rule)."""
+    return is_solved(episode_return)
 
 
 def win_rate(returns: Sequence[float]) -> float:

@@ -50,7 +50,7 @@ from spade_tasks.records import Played, Verdicts
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.seeds import derive
 from spade_tasks.store import Store, queries
-from spade_tasks.validation import EPS, RETURN_CAP, SOLVED, capped_return
+from spade_tasks.validation import EPS, RETURN_CAP, capped_return, is_solved
 
 if TYPE_CHECKING:
     from spade_tasks.stage_runtime import StageRuntime
@@ -131,7 +131,7 @@ class EpisodeResult:
 
     @property
     def solved(self) -> bool:
-        return self.total >= SOLVED - EPS
+        return is_solved(self.total)
 
 
 @dataclass

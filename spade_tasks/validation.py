@@ -50,6 +50,12 @@ RETURN_CAP = SOLVED
 EPS = 1e-6
 
 
+def is_solved(total: float) -> bool:
+    """The one "solved" rule, for the validator, rollouts and regret: an episode's reward
+    total reaches 1.0, up to float rounding (three rewards of 1/3 solve)."""
+    return total >= SOLVED - EPS
+
+
 def capped_return(total: float) -> float:
     """An episode's return wherever episodes are played (validator, rollout, ``spade
     play``): its reward total capped to [-1, 1]. The cap keeps an action the validator
@@ -100,7 +106,7 @@ class Played:
 
     @property
     def solved(self) -> bool:
-        return self.total >= SOLVED - EPS
+        return is_solved(self.total)
 
 
 class Skipped(Exception):

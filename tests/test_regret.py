@@ -405,3 +405,12 @@ def test_overflowing_environment_earns_the_rejected_reward(tmp_path):
     # Paying past 1.0 is gaming: the floor, whatever the program's progress.
     assert rewards[3] == graded_rejection([], None) < lowest_accepted("regret")
     assert _scored(tmp_path / "clean")[0][3] == 1.0
+
+
+def test_one_solved_rule_for_wins_rollouts_and_the_validator():
+    from spade_tasks.validation import is_solved
+
+    third = 1 / 3
+    for total in (1.0, third + third + third, 1 - 1e-9, 0.999, 0.0, -0.1):
+        assert is_win(total) == is_solved(total)
+    assert is_win(1 - 1e-9) and not is_win(0.999)
