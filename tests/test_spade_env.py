@@ -267,6 +267,13 @@ def test_the_reference_name_is_the_same_class():
         ("no box here", None),
         ("\\boxed", None),
         (None, None),
+        # The instructions' placeholder copied back, or an empty box, is no answer.
+        ("\\boxed{...}", None),
+        ("\\boxed{ \u2026 }", None),
+        ("\\boxed{}", None),
+        ("\\boxed{7} then \\boxed{...}", "7"),
+        ("\\boxed{1.5}", "1.5"),
+        ("\\boxed{...and more}", "...and more"),
     ],
 )
 def test_extract_boxed(text, expected):

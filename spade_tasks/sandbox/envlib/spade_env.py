@@ -57,8 +57,16 @@ RETURN_FLOOR = -1.0  # the harness floors an episode's return here; we never go 
 # --------------------------------------------------------------------------- answers
 
 
+_PLACEHOLDER = re.compile(r"[\s.\u2026]*")
+
+
 def extract_boxed(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` (nested braces allowed), else None."""
+    """The content of the last ``\\boxed{...}`` (nested braces allowed), else None.
+
+    A box holding nothing but dots or an ellipsis (``\\boxed{...}``, the placeholder of
+    an environment's own instructions) or nothing at all is not an answer: copied back,
+    it scores as malformed, never as a well-formed wrong answer (a small agent learned to
+    write exactly that placeholder every turn)."""
     if not isinstance(text, str):
         return None
     start = text.rfind("\\boxed")
@@ -74,8 +82,11 @@ def extract_boxed(text: str) -> str | None:
                 elif text[j] == "}":
                     depth -= 1
                     if depth == 0:
-                        return text[i + 1 : j].strip()
-        # An unclosed or brace-less \boxed is not an answer; try an earlier one.
+                        content = text[i + 1 : j].strip()
+                        if not _PLACEHOLDER.fullmatch(content):
+                            return content
+                        break
+        # An unclosed, brace-less or placeholder \boxed is not an answer; try an earlier one.
         start = text.rfind("\\boxed", 0, start)
     return None
 
