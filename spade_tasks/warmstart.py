@@ -36,6 +36,7 @@ from spade_tasks.errors import UserError
 from spade_tasks.memory import PromptExamples, features, jaccard
 from spade_tasks.records import WarmstartReport
 from spade_tasks.store import queries
+from spade_tasks.seeds import generation_seed
 from spade_tasks.training import SFTSample
 
 if TYPE_CHECKING:
@@ -467,7 +468,7 @@ def run_warmstart(cfg: Config, log=print) -> dict:
 
     if not cfg.warmstart.enabled:
         raise UserError("warmstart.enabled is false in this config: nothing to do")
-    seed = cfg.run.seed * 1_000_003 + 7  # = Runtime.seed(0, salt=7)
+    seed = generation_seed(cfg.run.seed, 0, salt=7)  # the flow's: Runtime.seed(0, salt=7)
     res = first_warmstart(cfg, lambda: TrainEngine.from_model_name(cfg.model.name,
                                                                      cfg.training), seed, log)
     return res.to_json()

@@ -301,3 +301,20 @@ def test_spade_warmstart_trains_then_reuses_its_cached_checkpoint(tmp_path):
     two = json.loads(second.stdout.strip().splitlines()[-1])
     assert two["warmstart_cached"] and two["checkpoint"] == one["checkpoint"]
     assert two["warmstart_losses"] == one["warmstart_losses"]
+
+
+def test_spade_warmstart_fills_the_cache_entry_the_flow_reads(tmp_path, monkeypatch):
+    """`spade warmstart` keys its checkpoint by the seed the flow's warm-start stage uses
+    (Runtime.seed(0, salt=7)), or a run would miss the cache it filled."""
+    from spade_tasks.runtime import Runtime
+
+    seen = []
+
+    def fake_first(cfg, engine_fn, seed, log=print):
+        seen.append(seed)
+        return ws.WarmstartResult(0, 0, 0, [], 0.0)
+
+    monkeypatch.setattr(ws, "first_warmstart", fake_first)
+    ws.run_warmstart(CFG)
+    with Store(tmp_path / "db.duckdb") as store:
+        assert seen == [Runtime(CFG, store).seed(0, salt=7)]
