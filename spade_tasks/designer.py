@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from spade_tasks import progress
 from spade_tasks.config import Config, MemoryConfig, ValidationConfig
 from spade_tasks.corpus import Document, documents_of, sample_documents
-from spade_tasks.environments import (STORE_ROOT, EnvRecord, env_id_of, record_from_meta,
-                                      save_record, title_of, write_program)
+from spade_tasks.environments import (STORE_ROOT, EnvRecord, class_doc, env_id_of,
+                                      record_from_meta, save_record, title_of, write_program)
 from spade_tasks.llm.base import (Backend, Completion, SamplingParams, make_backend,
                                   with_prefill)
 from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
@@ -282,16 +282,10 @@ def committed_programs(root: Path = STORE_ROOT) -> list[EnvRecord]:
     out = []
     for path in sorted(p for folder in COMMITTED for p in (root / folder).glob("*.py")):
         source = path.read_text(encoding="utf-8")
-        doc = _class_doc(source)
+        doc = class_doc(source)
         out.append(EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
                              False, False, "seed", str(path)))
     return out
-
-
-def _class_doc(source: str) -> str:
-    tree = ast.parse(source)
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
-    return (ast.get_docstring(cls) or "") if cls else ""
 
 
 def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -> str | None:

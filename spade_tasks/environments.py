@@ -7,6 +7,7 @@ written to a temporary name and renamed, so a crash never leaves half a program.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import tempfile
@@ -56,6 +57,17 @@ def env_id_of(source: str) -> str:
 
 def title_of(doc: str) -> str:
     return (doc.strip().splitlines() or [""])[0].strip()[:200]
+
+
+def class_doc(source: str) -> str:
+    """The docstring of a program's first class, read from its text alone (no sandbox);
+    "" when it has none or does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+    return (ast.get_docstring(cls) or "") if cls else ""
 
 
 def record_from_meta(source: str, meta: ProgramMeta, origin: str, path: str,

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 from spade_tasks.config import Config
 from spade_tasks.designer import build_prompt, extract_program
-from spade_tasks.llm.base import with_prefill
-from spade_tasks.environments import title_of
+from spade_tasks.environments import class_doc, title_of
 from spade_tasks.errors import UserError
+from spade_tasks.llm.base import with_prefill
 from spade_tasks.memory import PromptExamples, features, jaccard
 from spade_tasks.records import WarmstartReport
-from spade_tasks.store import queries
 from spade_tasks.seeds import generation_seed
+from spade_tasks.store import queries
 from spade_tasks.training import SFTSample
 
 if TYPE_CHECKING:
@@ -68,17 +68,6 @@ class Pair:
 # -- data ------------------------------------------------------------------------------
 
 
-def _class_doc(source: str) -> str:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ""
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            return ast.get_docstring(node) or ""
-    return ""
-
-
 def _is_tool_use(source: str) -> bool:
     return "ToolEnv" in source or "ToolUseBaseEnv" in source
 
@@ -91,7 +80,7 @@ def select_programs(programs: list[Program], setting: str, max_similarity: float
     for p in programs:
         if _is_tool_use(p.source) != (setting == "tool_use"):
             continue
-        f = features(p.source, _class_doc(p.source))
+        f = features(p.source, class_doc(p.source))
         if max_similarity < 1 and any(jaccard(f, g) >= max_similarity for _, g in kept):
             continue
         kept.append((p, f))
@@ -186,13 +175,13 @@ def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_progr
     ``warmstart.document_words``, a program's ``WORDS`` list comes from its document."""
     dcfg = cfg.designer
     all_titles = titles if titles is not None else [
-        title_of(_class_doc(p.source)) for p in programs]
+        title_of(class_doc(p.source)) for p in programs]
     out: list[Pair] = []
     k = 0
     for p in programs:
         if assistant_target(p.source, dcfg.prefill) is None:
             continue
-        own = title_of(_class_doc(p.source))
+        own = title_of(class_doc(p.source))
         shown = [t for t in all_titles if t and t != own] if cfg.memory.enabled else []
         for _ in range(docs_per_program):
             doc = docs[k % len(docs)] if docs else None
