@@ -68,18 +68,11 @@ def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
     return designer.validate_program(source, sandbox_cfg, validation_cfg)
 
 
-def _designs_of(rt, generation: int, designs: Designs) -> list[designer.Design]:
-    """The recorded designs ``designs`` names (their programs are the store's)."""
-    wanted = set(designs.design_ids)
-    return [d for d in designer.load_designs(rt.store, rt.run, generation)
-            if d.design_idx in wanted]
-
-
 @task(name="record_validations", cache_policy=NO_CACHE)
 def record_validations(cfg: Config, generation: int, designs: Designs,
                        reports: list[dict]) -> Verdicts:
     rt = open_runtime(cfg)
-    recorded = _designs_of(rt, generation, designs)
+    recorded = designer.recorded_designs(rt.store, rt.run, generation, designs)
     return staged(rt, generation, "validate_environments", Verdicts,
                   lambda: designer.apply_reports(rt, generation, recorded, reports))
 
@@ -92,7 +85,7 @@ def validate_environments(cfg: Config, generation: int, designs: Designs) -> Ver
     if done is not None:
         return done
     t0 = time.perf_counter()
-    recorded = _designs_of(rt, generation, designs)
+    recorded = designer.recorded_designs(rt.store, rt.run, generation, designs)
     futures = validate_program.map([d.source for d in recorded], unmapped(cfg.sandbox),
                                    unmapped(cfg.validation))
     reports = [f.result() for f in futures]

@@ -704,7 +704,7 @@ def cmd_design(args) -> int:
 
     cfg = load_config(args.config)
     _prefect_env()
-    from spade_tasks.designer import run_design
+    from spade_tasks.design_command import run_design
 
     with _no_leftovers(cfg.run.root / cfg.run.name):
         summary = run_design(cfg, n=args.n)

@@ -1,10 +1,10 @@
 """The Environment Designer: prompt the model for environment programs, parse, validate
 in the sandbox, and record every design (accepted or not) for training.
 
-Stages, each a plain function a flow task wraps:
-``design`` (one batched generate call, parse) -> ``validate_designs`` (sandbox) ->
-``record_designs`` (program files, ``environments``, ``designs``, ``validations``).
-``run_design`` runs them for one generation from a config.
+The flow's stages: ``design_stage`` (one batched generate call, parsed, recorded
+unvalidated) -> ``validate_program`` per design (sandbox; a task each) ->
+``apply_reports`` (the duplicate rule, then program files, ``environments``, ``designs``,
+``validations``). ``spade design`` runs the same stages (``design_command.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import dataclasses
 import json
 import re
 import time
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from string import Template
@@ -23,16 +21,14 @@ from typing import TYPE_CHECKING
 
 from spade_tasks import progress
 from spade_tasks.config import Config, MemoryConfig, ValidationConfig
-from spade_tasks.corpus import Document, documents_of, sample_documents
+from spade_tasks.corpus import Document, documents_of
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, class_doc, env_id_of,
                                       record_from_meta, save_record, title_of, write_program)
-from spade_tasks.llm.base import (Backend, Completion, SamplingParams, make_backend,
-                                  with_prefill)
+from spade_tasks.llm.base import Backend, Completion, SamplingParams, with_prefill
 from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
                                 prompt_examples)
 from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
-from spade_tasks.seeds import generation_seed
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import Report, validate_source
 
@@ -47,8 +43,6 @@ EXAMPLE_CHARS = 3500
 """Code characters shown per positive example (two fit a small model's context)."""
 MAX_TITLES = 40
 """Titles of existing environments listed in the prompt (newest first)."""
-VALIDATION_WORKERS = 2
-"""Designs validated at once; each validation runs its own sandbox workers."""
 
 NO_CODE = "parse: no python code block"
 
@@ -232,31 +226,6 @@ def _validate_design(source: str, sandbox, vcfg: ValidationConfig) -> Report:
     return validate_source(source, sandbox, vcfg)
 
 
-def _validate_one(d: Design, sandbox, vcfg: ValidationConfig, run: str | None,
-                  generation: int | None) -> Design:
-    if d.source is None:
-        return d
-    t0 = time.perf_counter()
-    report = _validate_design(d.source, sandbox, vcfg)
-    d = replace(d, accepted=report.accepted, reasons=list(report.reasons), tier=report.tier,
-                seconds=time.perf_counter() - t0, fingerprint=report.fingerprint)
-    if report.accepted:
-        # path is filled in by record_designs, which writes the file.
-        d.record = record_from_meta(d.source, report.meta, "designed", "", run, generation,
-                                    d.doc_id, report.fingerprint)
-    return d
-
-
-def validate_designs(designs: list[Design], sandbox, vcfg: ValidationConfig | None = None,
-                     run: str | None = None, generation: int | None = None,
-                     workers: int = VALIDATION_WORKERS) -> list[Design]:
-    """Validate every parsed design in the sandbox (a small thread pool; each validation
-    runs its own sandboxed workers, so they do not share state)."""
-    vcfg = vcfg or ValidationConfig()
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(lambda d: _validate_one(d, sandbox, vcfg, run, generation), designs))
-
-
 # -- the duplicate rule (after the validator: it needs the pool) -----------------------
 
 
@@ -355,76 +324,10 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
     return out
 
 
-# -- one command ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DesignSummary:
-    """What ``run_design`` did, for the CLI's output."""
-
-    run: str
-    generation: int
-    designs: int
-    accepted: int
-    env_ids: list[str]
-    reasons: dict[str, int]
-    """Rejections counted by check name (the part of a reason before the colon)."""
-    seconds: float
-
-    def to_json(self) -> dict:
-        return {"run": self.run, "generation": self.generation, "designs": self.designs,
-                "accepted": self.accepted, "env_ids": self.env_ids, "reasons": self.reasons,
-                "seconds": round(self.seconds, 1)}
-
-
-def next_generation(store: Store, run: str) -> int:
-    """One past the highest generation with recorded designs (0 for a new run)."""
-    last = queries.last_design_generation(store, run)
-    return 0 if last is None else last + 1
-
-
-def summarize(run: str, generation: int, designs: list[Design], seconds: float) -> DesignSummary:
-    reasons = Counter(r.split(":", 1)[0] for d in designs if not d.accepted
-                      for r in d.reasons[:1])
-    return DesignSummary(run, generation, len(designs), sum(d.accepted for d in designs),
-                         [d.env_id for d in designs if d.env_id], dict(reasons), seconds)
-
-
-def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None = None,
-               generation: int | None = None, backend: Backend | None = None,
-               sandbox=None) -> DesignSummary:
-    """Sample documents, design, validate and record ``n`` environments for one generation
-    of ``cfg.run.name`` (default: the next generation; ``n`` defaults to the config's
-    ``designs_per_generation``; the store to ``<run.root>/<run.name>/spade.duckdb``)."""
-    t0 = time.perf_counter()
-    n = n or cfg.designer.designs_per_generation
-    run = cfg.run.name
-    store = Store(store_path or cfg.run.root / run / "spade.duckdb")
-    owns_backend = backend is None
-    try:
-        sandbox = sandbox or Sandbox(cfg.sandbox)
-        gen = next_generation(store, run) if generation is None else generation
-        seed = generation_seed(cfg.run.seed, gen)  # as the flow's design stage draws
-        if cfg.memory.enabled:
-            init_memory(store, run, sandbox, cfg.validation, cfg.designer.seed_pool)
-        examples = prompt_examples(store, run, cfg.designer.memory_examples, cfg.memory, seed)
-        docs = sample_documents(store, run, gen, n, seed, cfg.corpus)
-        docs = docs or [None] * n  # the no-corpus ablation
-        backend = backend or make_backend(cfg.model)
-        designs = design(backend, docs, examples, cfg, seed)
-        designs = validate_designs(designs, sandbox, cfg.validation, run, gen)
-        designs = record_designs(store, run, gen, designs,
-                                 dedup_threshold=cfg.memory.dedup_threshold)
-        return summarize(run, gen, designs, time.perf_counter() - t0)
-    finally:
-        if owns_backend and backend is not None:
-            backend.close()
-        store.close()
-
-
-__all__ = ["Design", "DesignSummary", "NO_CODE", "build_prompt", "extract_program", "design",
-           "validate_designs", "record_designs", "run_design", "next_generation", "summarize",
-           "duplicate_reason", "known_programs", "refuse_duplicates"]
+__all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "record_designs",
+           "duplicate_reason", "known_programs", "refuse_duplicates", "design_stage",
+           "load_designs", "recorded_designs", "validate_program", "with_reports",
+           "apply_reports"]
 
 
 # -- the flow's stages -----------------------------------------------------------------
@@ -489,19 +392,35 @@ def validate_program(source: str | None, sandbox_cfg, vcfg: ValidationConfig) ->
                 "has_hint": meta.has_hint, "has_oracle": meta.has_oracle}}
 
 
-def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
-                  reports: list[dict]) -> Verdicts:
-    """Record validation reports (from ``validate_program``) against their designs
-    (near-duplicates of known programs refused); returns the verdicts."""
+def recorded_designs(store: Store, run: str, generation: int,
+                     designs: Designs) -> list[Design]:
+    """The recorded designs ``designs`` names (their programs are the store's): what
+    the validation stage validates."""
+    wanted = set(designs.design_ids)
+    return [d for d in load_designs(store, run, generation) if d.design_idx in wanted]
+
+
+def with_reports(designs: list[Design], reports: list[dict], run: str,
+                 generation: int) -> list[Design]:
+    """The designs with their validation reports (from ``validate_program``) applied; an
+    accepted one gets its environment record (``record_designs`` fills in its path)."""
     out = []
     for d, rep in zip(designs, reports):
         d = replace(d, accepted=rep["accepted"], reasons=list(rep["reasons"]), tier=rep["tier"],
                     seconds=rep["seconds"], fingerprint=rep.get("fingerprint"))
         if rep["accepted"]:
             d.record = record_from_meta(d.source, ProgramMeta(**rep["meta"]), "designed", "",
-                                        rt.run, generation, d.doc_id, d.fingerprint)
+                                        run, generation, d.doc_id, d.fingerprint)
         out.append(d)
-    out = record_designs(rt.store, rt.run, generation, out,
+    return out
+
+
+def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
+                  reports: list[dict]) -> Verdicts:
+    """Record validation reports (from ``validate_program``) against their designs
+    (near-duplicates of known programs refused); returns the verdicts."""
+    out = record_designs(rt.store, rt.run, generation,
+                         with_reports(designs, reports, rt.run, generation),
                          dedup_threshold=rt.cfg.memory.dedup_threshold)
     return Verdicts(accepted_env_ids=[d.env_id for d in out if d.accepted],
                     rejected=sum(not d.accepted for d in out))

@@ -40,6 +40,14 @@ def finished(rt: Runtime, generation: int, name: str, record: type[R]) -> R | No
     return None if done is None else record.load(done)
 
 
+# Resume is our own, not Prefect's result caching or transactions: a stage's record is a
+# row of the run's DuckDB (``Runtime.mark_stage``), written after the stage's own writes
+# to that file have committed. A stage therefore counts as finished only where its rows
+# are, and the record goes wherever the store goes (a copied, deleted or restored run
+# folder). Prefect keeps cached results in its own result storage, keyed by the task's
+# inputs, and its transactions commit that storage, not DuckDB: a cache hit could return
+# a record whose rows are gone (a deleted or recreated run folder, the same config) or
+# belong to another store.
 def staged(rt: Runtime, generation: int, name: str, record: type[R], fn: Callable[[], R]) -> R:
     """Run ``fn`` unless the stage already finished in this generation (resume): its
     record is stored as JSON when it finishes, and a rerun gets the same record back."""

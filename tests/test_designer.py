@@ -6,8 +6,9 @@ import pytest
 
 from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfig, ModelConfig
 from spade_tasks.corpus import Document
+from spade_tasks.design_command import run_design
 from spade_tasks.designer import (NO_CODE, Design, build_prompt, design, extract_program,
-                                  record_designs, run_design, validate_designs)
+                                  record_designs, validate_program, with_reports)
 from spade_tasks.environments import env_id_of
 from spade_tasks.llm.base import Completion
 from spade_tasks.memory import PromptExamples
@@ -92,10 +93,16 @@ def test_design_is_one_batched_call_and_parses():
     assert designs[1].reasons == [NO_CODE] and not designs[1].accepted
 
 
+def _validated(designs, sandbox, gen):
+    """The flow's validation: ``validate_program`` per design, then the reports applied
+    as ``apply_reports`` applies them before recording."""
+    reports = [validate_program(d.source, sandbox.cfg, CFG.validation) for d in designs]
+    return with_reports(designs, reports, "r", gen)
+
+
 def _pipeline(store, sandbox, root, gen=0):
     designs = design(ScriptedBackend(COMPLETIONS), DOCS, PromptExamples([], [], []), CFG, seed=0)
-    designs = validate_designs(designs, sandbox, CFG.validation, "r", gen)
-    return record_designs(store, "r", gen, designs, root)
+    return record_designs(store, "r", gen, _validated(designs, sandbox, gen), root)
 
 
 def test_validate_and_record(tmp_path, sandbox):
@@ -152,6 +159,67 @@ def test_run_design_next_generation_samples_new_documents(tmp_path, sandbox, mon
         assert len(set(ids)) == 4 and all(i.startswith("news:") for i in ids)
     prompt = backend.calls[0][0][0][1]["content"]
     assert "<text>" in prompt
+
+
+RECORDED = {  # every column but the seconds a validation took
+    "documents": "SELECT * FROM documents ORDER BY generation, doc_idx",
+    "designs": "SELECT * FROM designs ORDER BY generation, design_idx",
+    "validations": "SELECT * EXCLUDE (seconds) FROM validations ORDER BY generation, design_idx",
+    "environments": "SELECT * FROM environments ORDER BY env_id",
+    "memory": "SELECT * FROM memory ORDER BY env_id",
+}
+
+
+def test_spade_design_records_what_a_flow_generation_records(tmp_path):
+    """One config and seed, the same scripted completions (an accepted program, no code,
+    a refused import, a second copy of the first): ``spade design`` and the flow's design
+    stages (Prefect tasks) record the same rows; only the flow marks its stages."""
+    from prefect import flow
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows import generation as fg
+    from spade_tasks.config import RunConfig, SandboxConfig
+    from spade_tasks.runtime import close_all, open_runtime
+
+    texts = COMPLETIONS + COMPLETIONS[:1]
+
+    def cfg_at(root):
+        return CFG.model_copy(update={
+            "run": RunConfig(name="r", root=root, seed=5), "memory": MemoryConfig(),
+            "corpus": CorpusConfig(source="embedded:news", max_words=30),
+            "designer": CFG.designer.model_copy(update={"designs_per_generation": len(texts)}),
+            "sandbox": SandboxConfig(call_timeout_s=3.0, load_timeout_s=10.0, cpu_seconds=10)})
+
+    summary = run_design(cfg_at(tmp_path / "cli"), backend=ScriptedBackend(texts))
+    assert (summary.generation, summary.designs, summary.accepted) == (0, 4, 1)
+    assert summary.reasons == {"parse": 1, "imports": 1, "duplicate": 1}
+
+    cfg = cfg_at(tmp_path / "flow")
+    open_runtime(cfg)._backend = ScriptedBackend(texts)  # what backend() would have loaded
+
+    @flow
+    def design_generation():
+        documents = fg.sample_documents(cfg, 0)
+        return fg.validate_environments(cfg, 0, fg.design_environments(cfg, 0, documents))
+
+    try:
+        with prefect_test_harness():
+            verdicts = design_generation()
+    finally:
+        close_all()
+    assert list(verdicts.accepted_env_ids) == summary.env_ids and verdicts.rejected == 3
+
+    tables = {}
+    for side in ("cli", "flow"):
+        with Store(tmp_path / side / "r" / "spade.duckdb") as store:
+            tables[side] = {t: store.rows(sql) for t, sql in RECORDED.items()}
+            tables[side]["stages"] = [r["stage"] for r in store.rows(
+                "SELECT stage FROM stages ORDER BY stage")]
+    assert tables["flow"].pop("stages") == ["design_environments", "sample_documents",
+                                            "validate_environments"]
+    assert tables["cli"].pop("stages") == []
+    assert tables["cli"] == tables["flow"]
+    assert len(tables["cli"]["documents"]) == 4 and len(tables["cli"]["memory"]) > 1
 
 
 @pytest.mark.slow
@@ -218,7 +286,7 @@ def _designs(sources):
 
 
 def _validate_and_record(store, sandbox, root, sources, gen, threshold=0.9):
-    designs = validate_designs(_designs(sources), sandbox, CFG.validation, "r", gen)
+    designs = _validated(_designs(sources), sandbox, gen)
     assert all(d.accepted for d in designs), [d.reasons for d in designs]
     return record_designs(store, "r", gen, designs, root, dedup_threshold=threshold)
 
@@ -268,7 +336,7 @@ def test_rerun_of_a_generation_is_not_its_own_duplicate(tmp_path, sandbox):
 
 def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandbox):
     """``validate_program`` (a task's plain dict) then ``apply_reports``, as the flow runs."""
-    from spade_tasks.designer import apply_reports, validate_program
+    from spade_tasks.designer import apply_reports
 
     class Rt:
         cfg = CFG.model_copy(update={"memory": MemoryConfig(enabled=False, dedup_threshold=1.0)})
@@ -300,14 +368,9 @@ POOL_USERS = {
 
 @pytest.mark.parametrize("kind", sorted(POOL_USERS))
 def test_design_using_the_fixed_pools_generators_is_refused(sandbox, kind):
-    from spade_tasks.designer import validate_program
-
-    source = POOL_USERS[kind]
-    (d,) = validate_designs(_designs([source]), sandbox, CFG.validation, "r", 0)
-    report = validate_program(source, sandbox.cfg, CFG.validation)
-    for reasons in (d.reasons, report["reasons"]):
-        assert reasons[0].startswith("imports: ") and "fixed pool only" in reasons[0], reasons
-    assert not d.accepted and not report["accepted"]
+    (d,) = _validated(_designs([POOL_USERS[kind]]), sandbox, 0)
+    assert d.reasons[0].startswith("imports: ") and "fixed pool only" in d.reasons[0], d.reasons
+    assert not d.accepted and d.record is None
 
 
 def test_near_copy_of_a_committed_program_is_a_duplicate_with_an_empty_store(tmp_path, sandbox):
@@ -317,7 +380,7 @@ def test_near_copy_of_a_committed_program_is_a_duplicate_with_an_empty_store(tmp
     assert env_id_of(near) != env_id_of((SEEDS / "water_jugs.py").read_text())
     with Store(tmp_path / "s.duckdb") as store:
         assert store.count("environments") == 0
-        (d,) = validate_designs(_designs([near]), sandbox, CFG.validation, "r", 0)
+        (d,) = _validated(_designs([near]), sandbox, 0)
         assert d.accepted, d.reasons
         (dup,) = record_designs(store, "r", 0, [d], tmp_path, dedup_threshold=0.9)
         assert not dup.accepted and dup.reasons[0].startswith("duplicate: text similarity")
