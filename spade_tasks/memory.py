@@ -33,6 +33,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+import ast
 import inspect
 import io
 import itertools
@@ -269,9 +270,50 @@ _SKIP = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, token
          tokenize.ENDMARKER)
 
 
+def _data_literals(tree: ast.Module) -> list[ast.expr]:
+    """The literal data tables a program assigns: list, tuple, set or dict displays of
+    constants only (``WORDS = ["apple", ...]``)."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        value = node.value
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            try:
+                ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            out.append(value)
+    return out
+
+
+def without_data(source: str) -> str:
+    """``source`` with each literal data table emptied (``WORDS = []``). The same game
+    over another word list is the same game: a designer must not pass a copy of a known
+    program as new by swapping its data."""
+    try:
+        tables = _data_literals(ast.parse(source))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return source
+    lines = source.splitlines(keepends=True)
+    starts = list(itertools.accumulate((len(ln) for ln in lines), initial=0))
+
+    def offset(line: int, byte_col: int) -> int:  # ast counts UTF-8 bytes in a line
+        return starts[line - 1] + len(lines[line - 1].encode()[:byte_col].decode(errors="ignore"))
+
+    spans = sorted(((offset(t.lineno, t.col_offset), offset(t.end_lineno, t.end_col_offset), t)
+                    for t in tables), key=lambda s: s[0], reverse=True)
+    for a, b, t in spans:
+        empty = {ast.List: "[]", ast.Tuple: "()", ast.Set: "set()", ast.Dict: "{}"}[type(t)]
+        source = source[:a] + empty + source[b:]
+    return source
+
+
 def _code_tokens(source: str) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
-    # constants still matches; string literals (the task's text) and structure remain.
+    # constants still matches; data tables are emptied (``without_data``) so a copy over
+    # other data does too; string literals (the task's text) and structure remain.
+    source = without_data(source)
     try:
         toks = []
         for t in tokenize.generate_tokens(io.StringIO(source).readline):

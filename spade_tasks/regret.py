@@ -228,6 +228,11 @@ CONTRACT_PARTS: tuple[tuple[str, str], ...] = (
     ("max_turns", r"^\s*max_turns\s*=\s*\d+"),
 )
 """Parts of the environment contract, found by pattern in text that may not parse."""
+QUIZ_PARTS: tuple[tuple[str, str], ...] = (
+    ("env_class", r"^\s*class\s+\w+\s*\(\s*(?:spade_env\.)?QuizEnv\s*\)"),
+    ("questions", r"^\s*def\s+questions\s*\("),
+)
+"""The same for a ``QuizEnv`` subclass, which inherits reset, step, oracle and max_turns."""
 
 
 def check_name(reason: str) -> str:
@@ -239,11 +244,12 @@ def check_name(reason: str) -> str:
 
 
 def contract_fraction(text: str) -> float:
-    """Fraction of ``CONTRACT_PARTS`` present in ``text`` (0..1)."""
+    """Fraction of ``CONTRACT_PARTS`` present in ``text`` (0..1), or of ``QUIZ_PARTS``
+    where that is higher (a ``QuizEnv`` subclass owes only those)."""
     import re
 
-    found = sum(bool(re.search(pat, text, re.M)) for _, pat in CONTRACT_PARTS)
-    return found / len(CONTRACT_PARTS)
+    return max(sum(bool(re.search(pat, text, re.M)) for _, pat in parts) / len(parts)
+               for parts in (CONTRACT_PARTS, QUIZ_PARTS))
 
 
 def parsed_fraction(source: str) -> float:

@@ -43,7 +43,7 @@ ALLOWED_IMPORTS = frozenset({
 })
 TOOL_BASES = frozenset({"ToolEnv", "ToolUseBaseEnv"})
 # spade_env bases that define reset and step themselves: a subclass may inherit both.
-FULL_BASES = frozenset({"ReasoningGymEnv"})
+FULL_BASES = frozenset({"QuizEnv", "ReasoningGymEnv"})
 SOLVED = 1.0
 RETURN_FLOOR = -1.0
 RETURN_CAP = SOLVED

@@ -222,3 +222,14 @@ def test_fixed_pool_without_oracle_is_recorded_unverified(store, tmp_path, sandb
     assert r.feasibility_verified is False
     assert store.rows("SELECT feasibility_verified FROM environments")[0] == {
         "feasibility_verified": False}
+
+
+def test_without_data_empties_literal_tables_only():
+    from spade_tasks.memory import without_data
+
+    src = ('WORDS = ["é", "b"]\nPAIRS = {"a": 1}\nLIVE = [x for x in range(3)]\n'
+           'class E:\n    TABLE: tuple = (1, 2)\n    def f(self):\n        return ["kept", 1]\n')
+    out = without_data(src)
+    assert out.splitlines()[:3] == ["WORDS = []", "PAIRS = {}", "LIVE = [x for x in range(3)]"]
+    assert "TABLE: tuple = ()" in out and 'return ["kept", 1]' in out
+    assert without_data("def (:\n") == "def (:\n"  # unparsable: left for the crude split

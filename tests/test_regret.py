@@ -226,6 +226,9 @@ def test_contract_fraction_counts_parts_in_text_that_may_not_parse():
     assert contract_fraction(_GOOD) == 1.0
     assert contract_fraction("class CoinEnv:\n    def reset(self):\n        (((") == 0.4
     assert contract_fraction("Once upon a time") == 0.0
+    # A QuizEnv subclass owes only its class line and questions(); half of that is 0.5.
+    assert contract_fraction("class WordsEnv(QuizEnv):\n    def questions(self, rng):\n") == 1.0
+    assert contract_fraction("class WordsEnv(QuizEnv):\n    x = (((") == 0.5
 
 
 def test_progress_follows_the_validator_order():

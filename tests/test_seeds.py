@@ -46,3 +46,25 @@ def test_small_seeds_stay_valid_with_words_from_documents(sandbox):
         assert grounded != source, f"{path.name}: no WORDS list filled from {doc.doc_id}"
         report = validate_source(grounded, sandbox, ValidationConfig(seeds=[0, 1, 2]))
         assert report.accepted, (path.name, doc.doc_id, report.reasons)
+
+
+def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
+    """Swapping a program's data table (its WORDS) does not make a new game: the
+    duplicate rule compares programs with their data set aside (``memory.without_data``).
+    Another game over the same words is not a duplicate."""
+    import re
+
+    from spade_tasks.designer import duplicate_reason
+    from spade_tasks.environments import EnvRecord, env_id_of
+
+    def record(source):
+        return EnvRecord(env_id_of(source), source, "X", "", "", 1, True, True, "designed", "")
+
+    seed = (Path("environments_store/seeds_small") / "first_alphabetical.py").read_text()
+    other = (Path("environments_store/seeds_small") / "longest_word.py").read_text()
+    copy = re.sub(r"^WORDS = .*$", 'WORDS = ["river", "stone", "tree", "cloud"]', seed,
+                  flags=re.M)
+    assert copy != seed
+    why = duplicate_reason(record(copy), [record(seed)], 0.9)
+    assert why is not None and why.startswith("duplicate: text similarity 1.00"), why
+    assert duplicate_reason(record(other), [record(seed)], 0.9) is None

@@ -517,3 +517,46 @@ def test_reasoning_gym_env_wrong_or_malformed_answers_earn_nothing(action, reply
     env = GcdEnv()
     env.reset(seed=1)
     assert env.step(action)[:3] == (reply, 0.0, True)
+
+
+# -- QuizEnv ---------------------------------------------------------------------------
+
+
+class _TwoQuestions(spade_env.QuizEnv):
+    max_turns = 2
+
+    def questions(self, rng):
+        word = rng.choice(["north", "south"])
+        return [(f"First letter of {word}?", word[0]),
+                (f"Letters of {word}, sorted?", sorted(word))]
+
+
+def test_quiz_env_pays_each_right_answer_its_share():
+    env = _TwoQuestions()
+    obs, info = env.reset(seed=3)
+    assert obs.endswith("Answer as \\boxed{...}.") and info == {}
+    first = env.oracle()[len("\\boxed{"):-1]
+    obs, r, done, trunc, _ = env.step("\\boxed{" + first.upper() + "}")  # case does not matter
+    assert (r, done, trunc) == (0.5, False, False) and "Correct!" in obs and "sorted" in obs
+    letters = env.oracle()[len("\\boxed{"):-1].split(", ")
+    _, r, done, _, _ = env.step("\\boxed{" + " ,".join(letters) + "}")  # spaces around items
+    assert (r, done) == (0.5, True)
+    assert env.step("\\boxed{x}")[1:3] == (0.0, True)  # after the end: nothing more to earn
+
+
+def test_quiz_env_scores_wrong_and_malformed_answers_apart():
+    env = _TwoQuestions()
+    env.reset(seed=1)
+    assert env.step("\\boxed{...}")[1] == spade_env.FORMAT_PENALTY  # the placeholder
+    assert env.step("\\boxed{zzz}")[1:3] == (0.0, True)
+
+
+def test_quiz_env_without_questions_fails_loudly():
+    class Empty(spade_env.QuizEnv):
+        def questions(self, rng):
+            return []
+
+    with pytest.raises(NotImplementedError):
+        spade_env.QuizEnv().reset(seed=0)
+    with pytest.raises(ValueError, match="no questions"):
+        Empty().reset(seed=0)

@@ -296,6 +296,8 @@ def test_validator_return_is_capped_to_plus_minus_one():
     ("from spade_env import ReasoningGymEnv\n\nclass GcdEnv(ReasoningGymEnv):\n"
      "    dataset = 'gcd'\n", True),
     ("import spade_env\n\nclass GcdEnv(spade_env.ReasoningGymEnv):\n    dataset = 'gcd'\n", True),
+    ("from spade_env import QuizEnv\n\nclass SumEnv(QuizEnv):\n    def questions(self, rng):\n"
+     "        return [('1+1?', '2')]\n", True),
     ("from spade_env import ToolEnv\n\nclass LockEnv(ToolEnv):\n    pass\n", False),  # own reset
     ("class GcdEnv(dict):\n    dataset = 'gcd'\n", False),
 ])
@@ -306,3 +308,40 @@ def test_env_class_accepts_reset_and_step_inherited_from_reasoning_gym_env(sourc
     assert check_parse(source, st) == []
     reasons = check_env_class(source, st)
     assert (reasons == []) == ok, reasons
+
+
+QUIZ = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+
+    class SumEnv(QuizEnv):
+        \"\"\"Add two numbers.\"\"\"
+
+        def questions(self, rng):
+            a, b = rng.randint(10, 99), rng.randint(10, 99)
+            return [(f"What is {a} + {b}?", str(a + b))]
+
+        def hint(self):
+            return "Add the tens, then the ones."
+""")
+QUIZ_GAMING = {
+    # no questions(): the base raises when the probe episodes start, never an empty game
+    "step_return": QUIZ.replace("def questions", "def asked"),
+    # a hint that gives the answer away
+    "hint_leak": QUIZ.replace('return "Add the tens, then the ones."', "return self.asked[0][1]"),
+    # a constant answer whatever the seed
+    "seed_ignored": QUIZ.replace("rng.randint(10, 99), rng.randint(10, 99)", "20, 22"),
+}
+
+
+def test_quiz_env_subclass_is_accepted(sandbox, cfg):
+    report = validate_source(QUIZ, sandbox, cfg)
+    assert report.accepted, report.reasons
+    assert report.meta.has_oracle and report.meta.has_hint and report.meta.max_turns == 1
+
+
+@pytest.mark.parametrize("reason", sorted(QUIZ_GAMING))
+def test_quiz_env_subclass_gets_no_pass_from_its_base(sandbox, cfg, reason):
+    report = validate_source(QUIZ_GAMING[reason], sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].split(":")[0] == reason, report.reasons

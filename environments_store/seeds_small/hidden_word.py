@@ -1,5 +1,5 @@
-import random
 from spade_env import extract_boxed
+import random  # after spade_env: the designer's prefill opens with that import
 
 WORDS = ["crane", "brick", "flame", "stone", "cloud", "grass", "plant", "shore"]
 

@@ -10,6 +10,8 @@
   SPADE reference code's programs use.
 - ``GemEnv`` and GEM's constants and parsers: the names that GEM text games import
   from ``gem.core`` and ``gem.utils``, for programs converted by ``spade import``.
+- ``QuizEnv``: base class of a game of questions with one right answer each, asked one
+  a turn; a subclass only draws its questions (``questions(rng)``) and gives a hint.
 - ``ReasoningGymEnv``: base class of a one-turn environment over a Reasoning Gym
   dataset (the fixed-environment baseline's wrapped generators); a subclass only names
   the dataset and its hint.
@@ -27,11 +29,13 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import random
 import re
 import typing
 from fractions import Fraction
 
 __all__ = [
+    "QuizEnv",
     "ReasoningGymEnv",
     "ToolEnv",
     "ToolUseBaseEnv",
@@ -783,6 +787,70 @@ def _gem_reset(reset):
 
     wrapper._spade_wrapped = True
     return wrapper
+
+
+# --------------------------------------------------------------------------- quiz
+
+
+class QuizEnv:
+    """Questions with one right answer each, asked one a turn, answered as ``\\boxed{...}``.
+
+    A subclass writes ``questions(self, rng)``: ``max_turns`` pairs ``(question,
+    answer)`` drawn from ``rng`` (``random.Random(seed)``), where an answer is a string,
+    or a list of strings answered in order and separated by commas. Matching ignores
+    case and the spaces around each item. A right answer earns ``1/len(questions)``, a
+    wrong one 0, a turn without a box ``FORMAT_PENALTY``; the episode ends after the
+    last question. The subclass adds ``hint(self)``; ``oracle`` comes from here.
+
+    Why a base class: a game of questions is the environment a small designer can
+    write whole, and with the turn logic here its program is only the idea itself
+    (what is asked, what is right), which is also what sets two programs apart."""
+
+    max_turns = 1
+
+    def questions(self, rng):
+        raise NotImplementedError("a QuizEnv subclass draws its questions in questions(rng)")
+
+    def reset(self, seed=None, options=None):
+        self.asked = [(str(q), a) for q, a in self.questions(random.Random(seed))]
+        if not self.asked:
+            raise ValueError("questions(rng) returned no questions")
+        self.turn = 0
+        return self._ask(0), {}
+
+    def _ask(self, i):
+        return f"{self.asked[i][0]} Answer as \\boxed{{...}}."
+
+    @staticmethod
+    def _items(answer):
+        items = answer if isinstance(answer, (list, tuple)) else [answer]
+        return [str(a).strip() for a in items]
+
+    def _matches(self, guess, answer):
+        if isinstance(answer, (list, tuple)):
+            return [g.lower() for g in self._items(guess.split(","))] == [
+                a.lower() for a in self._items(answer)]
+        return guess.strip().lower() == str(answer).strip().lower()
+
+    def step(self, action):
+        if self.turn >= len(self.asked):
+            return "The episode is over.", 0.0, True, False, {}
+        guess = extract_boxed(action if isinstance(action, str) else "")
+        answer = self.asked[self.turn][1]
+        self.turn += 1
+        if guess is None:
+            reward, note = FORMAT_PENALTY, "No \\boxed{...} answer found."
+        elif self._matches(guess, answer):
+            reward, note = 1 / len(self.asked), "Correct!"
+        else:
+            reward, note = 0.0, "Wrong."
+        if self.turn >= len(self.asked):
+            return note, reward, True, False, {}
+        return f"{note} {self._ask(self.turn)}", reward, False, False, {}
+
+    def oracle(self):
+        answer = self.asked[min(self.turn, len(self.asked) - 1)][1]
+        return "\\boxed{" + ", ".join(self._items(answer)) + "}"
 
 
 # --------------------------------------------------------------------------- reasoning gym
