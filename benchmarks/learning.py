@@ -8,7 +8,12 @@ suite with the ``spade eval`` machinery and prints the two scores side by side.
 
     .venv/bin/python benchmarks/learning.py [--generations 8] [--suite reasoning-gym]
         [--limit 16] [--config configs/cpu-tiny.yaml]
-        [--baseline configs/cpu-tiny-fixed.yaml] [--root DIR]
+        [--baseline configs/cpu-tiny-fixed.yaml] [--root DIR] [--spade-run NAME]
+
+``--spade-run NAME`` takes the SPADE side from an existing run of ``--config`` (as
+``spade run --config C --run-name NAME`` left it under the config's ``run.root``; it is
+continued up to N generations if it has fewer), so a learning run already measured is
+not run again; the baseline still runs here.
 
 Not a test: it takes hours on the embedded default with 2 CPU cores. A run folder that
 already holds generations is continued, so an interrupted benchmark resumes.
@@ -54,11 +59,19 @@ def _config(src: str, root: Path, name: str) -> Path:
     return path
 
 
-def _done(config: Path) -> int:
-    from spade_tasks import report
+def _load(config: Path, run: str | None = None):
     from spade_tasks.config import load_config
 
     cfg = load_config(config)
+    if run:
+        cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"name": run})})
+    return cfg
+
+
+def _done(config: Path, run: str | None = None) -> int:
+    from spade_tasks import report
+
+    cfg = _load(config, run)
     db = cfg.run.root / cfg.run.name / "spade.duckdb"
     if not db.is_file():
         return 0
@@ -67,15 +80,16 @@ def _done(config: Path) -> int:
                or g["agent_samples_trained"] is not None)
 
 
-def _run(config: Path, generations: int) -> float:
-    todo = generations - _done(config)
+def _run(config: Path, generations: int, run: str | None = None) -> float:
+    todo = generations - _done(config, run)
     if todo <= 0:
         return 0.0
     env = dict(os.environ, PYTHONUNBUFFERED="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
                HF_HUB_OFFLINE="1")
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "spade_tasks.cli", "run", "--config", str(config),
-                    "--generations", str(todo)], cwd=REPO, env=env, check=True)
+                    "--generations", str(todo)] + (["--run-name", run] if run else []),
+                   cwd=REPO, env=env, check=True)
     return time.perf_counter() - t0
 
 
@@ -87,19 +101,21 @@ def main() -> None:
     ap.add_argument("--suite", default="reasoning-gym")
     ap.add_argument("--limit", type=int, default=16)
     ap.add_argument("--root", default=str(REPO / "runs" / "bench-learning"))
+    ap.add_argument("--spade-run", default=None,
+                    help="an existing run of --config to take the SPADE side from")
     args = ap.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
 
     from spade_tasks import evaluation, report
-    from spade_tasks.config import load_config
 
-    runs = {"spade": _config(args.config, root, "learning-spade"),
-            "fixed": _config(args.baseline, root, "learning-fixed")}
-    walls = {name: _run(path, args.generations) for name, path in runs.items()}
+    runs = {"spade": (Path(args.config), args.spade_run) if args.spade_run
+            else (_config(args.config, root, "learning-spade"), None),
+            "fixed": (_config(args.baseline, root, "learning-fixed"), None)}
+    walls = {name: _run(path, args.generations, run) for name, (path, run) in runs.items()}
     scores = {}
-    for name, path in runs.items():
-        cfg = load_config(path)
+    for name, (path, run) in runs.items():
+        cfg = _load(path, run)
         obj, png = report.report(cfg)
         print(f"\n== {name} ({cfg.run.name}, {walls[name]:.0f} s this invocation; curves: {png})")
         print(report.table(obj["generations"]))
