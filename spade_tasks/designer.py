@@ -25,8 +25,8 @@ from spade_tasks.corpus import Document, documents_of
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, class_doc, env_id_of,
                                       record_from_meta, save_record, title_of, write_program)
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, with_prefill
-from spade_tasks.memory import (MemoryEntry, PromptExamples, features, init_memory, jaccard,
-                                prompt_examples)
+from spade_tasks.memory import (MemoryEntry, PromptExamples, features, game_shape,
+                                init_memory, jaccard, prompt_examples)
 from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.store import Store, queries
@@ -259,13 +259,18 @@ def committed_programs(root: Path = STORE_ROOT) -> list[EnvRecord]:
 
 def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -> str | None:
     """``"duplicate: ..."`` when ``rec`` is a known program: the same text (its env_id),
-    near the same text (shingle similarity >= ``threshold``, as the memory measures it),
-    or the same behaviour (equal oracle transcripts on the validation seeds)."""
+    the same game told differently (``memory.game_shape``), near the same text (shingle
+    similarity >= ``threshold``, as the memory measures it), or the same behaviour (equal
+    oracle transcripts on the validation seeds)."""
     mine = features(rec.source, rec.doc)
+    shape = game_shape(rec.source)
     for k in known:
         name = f"{k.env_id} ({k.title or k.class_name})"
         if k.env_id == rec.env_id:
             return f"duplicate: the same program as {name}"
+        if shape is not None and game_shape(k.source) == shape:
+            return (f"duplicate: the same game as {name} (only data, names, numbers, "
+                    "docstrings or hint differ)")
         if rec.fingerprint and k.fingerprint == rec.fingerprint:
             return f"duplicate: plays the same episodes as {name} (same oracle transcripts)"
         sim = jaccard(mine, features(k.source, k.doc))

@@ -309,6 +309,32 @@ def without_data(source: str) -> str:
     return source
 
 
+_PROSE_METHODS = frozenset({"hint"})
+"""Methods whose text is told to the player about the game, not the game itself."""
+
+
+def game_shape(source: str) -> tuple[str, ...] | None:
+    """What a program does, apart from how it is told: its tokens with the data tables
+    emptied, docstrings, comments and ``hint()`` dropped, and names and numbers masked.
+    Two programs of one shape are one game (new words, a reworded docstring or hint, a
+    renamed class or a retuned count make no new game). None if it does not parse."""
+    try:
+        tree = ast.parse(without_data(source))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        body = [b for b in body if not (
+            isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+            and isinstance(b.value.value, str))]
+        body = [b for b in body if not (isinstance(node, ast.ClassDef) and isinstance(
+            b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in _PROSE_METHODS)]
+        node.body = body or [ast.Pass()]
+    return tuple(_code_tokens(ast.unparse(tree)))
+
+
 def _code_tokens(source: str) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
     # constants still matches; data tables are emptied (``without_data``) so a copy over

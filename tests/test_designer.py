@@ -297,9 +297,13 @@ DUPLICATES = {
     "same_program": (SEED_SOURCE, 0.9, "the same program as"),
     # near the same text, other behaviour (one message changed)
     "text": (GOOD.replace('"Correct."', '"Right."'), 0.9, "text similarity"),
-    # other text (no shingle limit can catch it at 1.0), the same episodes
+    # other text and code (no shingle limit can catch it at 1.0), the same episodes
     "behaviour": (GOOD.replace("AddPairEnv", "SumTwoEnv").replace(
-        "Add two numbers.", "Sum a pair of integers."), 1.0, "plays the same episodes"),
+        "Add two numbers.", "Sum a pair of integers.").replace(
+        "str(self.a + self.b)", 'f"{self.a + self.b}"'), 1.0, "plays the same episodes"),
+    # the same code told differently (class name, docstring): the same game
+    "retold": (GOOD.replace("AddPairEnv", "SumTwoEnv").replace(
+        "Add two numbers.", "Sum a pair of integers."), 1.0, "the same game as"),
 }
 
 
@@ -383,4 +387,4 @@ def test_near_copy_of_a_committed_program_is_a_duplicate_with_an_empty_store(tmp
         (d,) = _validated(_designs([near]), sandbox, 0)
         assert d.accepted, d.reasons
         (dup,) = record_designs(store, "r", 0, [d], tmp_path, dedup_threshold=0.9)
-        assert not dup.accepted and dup.reasons[0].startswith("duplicate: text similarity")
+        assert not dup.accepted and dup.reasons[0].startswith("duplicate: the same game as")

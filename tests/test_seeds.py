@@ -66,5 +66,24 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
                   flags=re.M)
     assert copy != seed
     why = duplicate_reason(record(copy), [record(seed)], 0.9)
-    assert why is not None and why.startswith("duplicate: text similarity 1.00"), why
+    assert why is not None and why.startswith("duplicate: the same game as"), why
     assert duplicate_reason(record(other), [record(seed)], 0.9) is None
+
+
+@pytest.mark.parametrize("change, same", [
+    # told differently: the same game
+    (("Two words are shown", "A pair of words is shown"), True),  # docstring
+    (("Compare initial letters; break ties on subsequent letters.", "Look at letters."), True),
+    (("FirstAlphabeticalEnv", "WordOrderEnv"), True),  # class name
+    (("rng.sample(WORDS, 2)", "rng.sample(WORDS, 3)"), True),  # a count (numbers masked)
+    # played differently: another game
+    (('"first", "last"', '"first"'), False),
+    (("Which of these words comes", "Which word is"), False),  # what is asked
+])
+def test_same_game_rule_sees_through_retelling_only(change, same):
+    from spade_tasks.memory import game_shape
+
+    seed = (Path("environments_store/seeds_small") / "first_alphabetical.py").read_text()
+    old, new = change
+    assert old in seed
+    assert (game_shape(seed.replace(old, new)) == game_shape(seed)) == same
