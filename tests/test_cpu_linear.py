@@ -81,3 +81,23 @@ def test_without_avx512_or_a_working_build_the_decoder_keeps_f_linear(monkeypatc
     with caplog.at_level("WARNING"):
         assert cpu_linear.load_kernel.__wrapped__() is None
     assert "decoding with MKL: ninja: build stopped" in caplog.text  # one line, the cause
+
+
+def test_a_build_lock_left_by_a_killed_build_is_removed(tmp_path, monkeypatch):
+    """torch waits forever on the lock of a build whose process was killed; an old one
+    goes, a fresh one (a build in progress elsewhere) stays."""
+    import os
+    import time
+
+    from spade_tasks.llm.cpu.linear import STALE_LOCK_S, _remove_stale_build_lock
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    lock = tmp_path / "k" / "lock"
+    lock.parent.mkdir()
+    lock.touch()
+    _remove_stale_build_lock("k")
+    assert lock.exists()
+    old = time.time() - STALE_LOCK_S - 5
+    os.utime(lock, (old, old))
+    _remove_stale_build_lock("k")
+    assert not lock.exists()

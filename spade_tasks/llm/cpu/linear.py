@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from pathlib import Path
 
 import torch
@@ -36,6 +37,24 @@ STRIP = 16  # output columns per packed strip (the kernel's kStrip)
 MIN_ROWS, MAX_ROWS = 2, 32
 
 
+NAME = "spade_small_batch_linear"
+STALE_LOCK_S = 600  # a build takes a minute or two; a lock this old has no builder left
+
+
+def _remove_stale_build_lock(name: str) -> None:
+    """Remove a build lock left by a process killed while compiling (Ctrl-C on a first
+    run): torch waits on such a lock forever, so every later run would hang at load."""
+    from torch.utils import cpp_extension
+
+    try:
+        lock = Path(cpp_extension._get_build_directory(name, False)) / "lock"
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            log.warning("removing a stale kernel build lock: %s", lock)
+            lock.unlink()
+    except (OSError, AttributeError):
+        pass  # no lock, or a torch without the helper: nothing to clear
+
+
 @functools.cache
 def load_kernel():
     """The compiled kernel module, or None where it cannot run here (logged once)."""
@@ -46,7 +65,8 @@ def load_kernel():
     try:
         from torch.utils.cpp_extension import load
 
-        return load(name="spade_small_batch_linear", sources=[str(SOURCE)],
+        _remove_stale_build_lock(NAME)
+        return load(name=NAME, sources=[str(SOURCE)],
                     extra_cflags=["-O3", "-mavx512f", "-mfma", "-fopenmp"], verbose=False)
     except Exception as e:  # no compiler, no ninja, a failed build: MKL stays in use
         log.warning("small-batch linear kernel unavailable, decoding with MKL: %s",
