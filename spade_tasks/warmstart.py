@@ -111,10 +111,20 @@ def assistant_target(program: str, prefill: str) -> str | None:
     if not prefill.startswith(FENCE) or any(not ln.startswith(("import ", "from "))
                                             for ln in pre_lines):
         return None
-    rest = [ln for ln in body.splitlines() if ln not in pre_lines]
-    target = "\n".join(rest).lstrip("\n") + "\n```"
-    if not prefill.endswith("\n"):
-        target = "\n" + target
+    lines = body.splitlines()
+    # A prefill ending inside an import ("from spade_env import ") is completed from
+    # the program's own line that starts so; the program's other lines follow.
+    partial = pre_lines[-1] if pre_lines and not prefill.endswith("\n") else None
+    completes = next((ln for ln in lines if partial and ln.startswith(partial)
+                      and len(ln) > len(partial)), None)
+    if completes is not None:
+        rest = [ln for ln in lines if ln not in pre_lines[:-1] and ln != completes]
+        target = completes[len(partial):] + "\n" + "\n".join(rest).lstrip("\n") + "\n```"
+    else:
+        rest = [ln for ln in lines if ln not in pre_lines]
+        target = "\n".join(rest).lstrip("\n") + "\n```"
+        if not prefill.endswith("\n"):
+            target = "\n" + target
     parsed = extract_program(prefill + target)
     try:
         ok = parsed is not None and ast.dump(ast.parse(parsed)) is not None

@@ -151,10 +151,13 @@ def test_two_generations_end_to_end(tmp_path):
     gens = con.execute("SELECT generation, status, checkpoint FROM generations ORDER BY 1").fetchall()
     loaded = con.execute("SELECT result FROM stages WHERE generation = 1 AND stage = 'train_step'"
                          ).fetchone()[0]
+    warm = json.loads(con.execute("SELECT result FROM stages WHERE generation = 0 AND "
+                                  "stage = 'warmstart'").fetchone()[0]).get("checkpoint")
     con.close()
     assert [g[:2] for g in gens] == [(0, "done"), (1, "done")]
-    # generation 1 trained from generation 0's weights (the base model's when it had none)
-    assert (ckpt or "embedded:smollm2-135m") in loaded
+    # generation 1 trained from generation 0's weights (the warm start's when generation
+    # 0 took no step, the base model's when there was neither)
+    assert (ckpt or warm or "embedded:smollm2-135m") in loaded
 
 
 def test_generation_with_ray_task_runner(tmp_path):

@@ -50,7 +50,8 @@ def test_near_identical_programs_count_once():
     assert len(ws.select_programs(seeds + copies, "games", 1.0)) == len(picked) + 3
 
 
-@pytest.mark.parametrize("prefill", ["", PREFILL, "```python\nimport random\nimport re\n"])
+@pytest.mark.parametrize("prefill", ["", PREFILL, "```python\nimport random\nimport re\n",
+                                     "```python\nfrom spade_env import "])  # cpu-tiny's
 def test_prefill_then_target_is_the_same_program(prefill):
     for p in ws.select_programs(_all(), "games", 0.5):
         target = ws.assistant_target(p.source, prefill)
