@@ -34,6 +34,7 @@ Choices, and why:
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import io
 import itertools
@@ -313,6 +314,7 @@ _PROSE_METHODS = frozenset({"hint"})
 """Methods whose text is told to the player about the game, not the game itself."""
 
 
+@functools.lru_cache(maxsize=1024)  # the duplicate rule asks again for every known program
 def game_shape(source: str) -> tuple[str, ...] | None:
     """What a program does, apart from how it is told: its tokens with the data tables
     emptied, docstrings, comments and ``hint()`` dropped, and names and numbers masked.
@@ -337,9 +339,8 @@ def game_shape(source: str) -> tuple[str, ...] | None:
 
 def _code_tokens(source: str) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
-    # constants still matches; data tables are emptied (``without_data``) so a copy over
-    # other data does too; string literals (the task's text) and structure remain.
-    source = without_data(source)
+    # constants still matches; string literals (the task's text) and structure remain.
+    # Callers empty the data tables first (``without_data``).
     try:
         toks = []
         for t in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -359,7 +360,8 @@ def _code_tokens(source: str) -> list[str]:
 
 def features(source: str, doc: str = "") -> frozenset:
     """Shingles of one program: code-token 4-grams and docstring word 3-grams."""
-    toks = _code_tokens(source)
+    # Data tables emptied: a copy over other data matches too.
+    toks = _code_tokens(without_data(source))
     feats = {("c",) + tuple(toks[i:i + CODE_NGRAM])
              for i in range(max(1, len(toks) - CODE_NGRAM + 1))}
     words = re.findall(r"\w+", inspect.cleandoc(doc or "").lower())
