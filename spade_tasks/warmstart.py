@@ -46,6 +46,9 @@ FENCE = "```python\n"
 CACHE_VERSION = "1"
 """Bump when the warm start's procedure changes in a way its key does not see."""
 
+SFT_TRAINING_FIELDS = frozenset({"weight_decay", "adam_betas", "micro_batch_size", "world_size"})
+"""``training`` fields a warm start depends on (the rest keys no cached warm start)."""
+
 
 @dataclass(frozen=True)
 class Program:
@@ -305,7 +308,9 @@ def cache_key(base_model: str, samples: list[SFTSample], cfg: Config, seed: int)
     ws = cfg.warmstart
     # The DeepSpeed config by content (below), not by its path: the same warm start from
     # another checkout or folder hits the cache.
-    training = cfg.training.model_dump(mode="json", exclude={"deepspeed_config"})
+    # Only what a supervised step uses: the policy-gradient learning rate, clipping, KL
+    # and checkpoint retention do not change the warm start, so tuning them reuses it.
+    training = cfg.training.model_dump(mode="json", include=SFT_TRAINING_FIELDS)
     h.update(json.dumps({"steps": ws.steps, "batch_size": ws.batch_size, "lr": ws.lr,
                          "seed": seed, "training": training},
                         sort_keys=True, default=str).encode())

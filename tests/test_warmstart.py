@@ -160,6 +160,24 @@ def test_cache_key_follows_data_hyperparameters_and_seed():
     assert key != ws.cache_key("embedded:smollm2-135m", [SFTSample([1, 2], [3, 5])], CFG, 0)
 
 
+def test_cache_key_ignores_policy_gradient_settings_and_follows_the_engine_s():
+    from spade_tasks.training import SFTSample
+
+    samples = [SFTSample([1, 2], [3, 4])]
+    key = ws.cache_key("embedded:smollm2-135m", samples, CFG, 0)
+
+    def with_training(**update):
+        return CFG.model_copy(update={"training": CFG.training.model_copy(update=update)})
+
+    # Tuning the policy-gradient step or retention reuses the warm start...
+    for update in ({"lr": 3e-5}, {"clip_eps_high": 0.5}, {"kl_coef": 0.1}, {"keep_last": 5}):
+        assert ws.cache_key("embedded:smollm2-135m", samples, with_training(**update), 0) == key
+    # ...while what a supervised step computes with keys a new one.
+    for update in ({"adam_betas": (0.9, 0.95)}, {"weight_decay": 0.1},
+                   {"micro_batch_size": 2}, {"world_size": 2}):
+        assert ws.cache_key("embedded:smollm2-135m", samples, with_training(**update), 0) != key
+
+
 def test_cache_key_reads_the_deepspeed_config_by_content_not_by_path(tmp_path):
     from spade_tasks.training import SFTSample
 
