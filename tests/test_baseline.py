@@ -82,7 +82,12 @@ def test_default_config_pools_seeds_and_reasoning_gym():
     cfg = load_config(REPO / "configs" / "cpu-tiny-fixed.yaml")
     assert cfg.designer.mode == "fixed" and not cfg.designer.training
     assert set(cfg.designer.fixed_pool) == {SEEDS, RG_DIR}
-    assert cfg.run.name != load_config(REPO / "configs" / "cpu-tiny.yaml").run.name
+    spade = load_config(REPO / "configs" / "cpu-tiny.yaml")
+    assert cfg.run.name != spade.run.name
+    # The benchmark compares the two on the designer alone: the agent plays and learns
+    # the same way in both.
+    assert cfg.rollout == spade.rollout and cfg.training == spade.training
+    assert cfg.model == spade.model
 
 
 # -- ablation switches --------------------------------------------------------------------
