@@ -317,9 +317,10 @@ _PROSE_METHODS = frozenset({"hint"})
 @functools.lru_cache(maxsize=1024)  # the duplicate rule asks again for every known program
 def game_shape(source: str) -> tuple[str, ...] | None:
     """What a program does, apart from how it is told: its tokens with the data tables
-    emptied, docstrings, comments and ``hint()`` dropped, and names and numbers masked.
-    Two programs of one shape are one game (new words, a reworded docstring or hint, a
-    renamed class or a retuned count make no new game). None if it does not parse."""
+    emptied, docstrings, comments and ``hint()`` dropped, and names, numbers and the text
+    of sentences (strings with a space) masked. Two programs of one shape are one game (new words, a reworded
+    question, docstring or hint, a renamed class or a retuned count make no new game).
+    None if it does not parse."""
     try:
         tree = ast.parse(without_data(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -334,6 +335,16 @@ def game_shape(source: str) -> tuple[str, ...] | None:
         body = [b for b in body if not (isinstance(node, ast.ClassDef) and isinstance(
             b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in _PROSE_METHODS)]
         node.body = body or [ast.Pass()]
+    # The wording of a question is how the game is told: one computation asked in other
+    # words is one game. The text of f-strings and of sentences (strings with a space) is
+    # masked; the expressions inside f-strings stay, and so does a single word, which can
+    # pick behaviour (a dataset's name, a mode such as "first").
+    told = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+            for part in node.values if isinstance(part, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                id(node) in told or any(c.isspace() for c in node.value.strip())):
+            node.value = " "
     return tuple(_code_tokens(ast.unparse(tree)))
 
 

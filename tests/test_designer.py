@@ -297,6 +297,9 @@ DUPLICATES = {
     "same_program": (SEED_SOURCE, 0.9, "the same program as"),
     # near the same text, other behaviour (one message changed)
     "text": (GOOD.replace('"Correct."', '"Right."'), 0.9, "text similarity"),
+    # the question reworded (no shingle limit at 1.0): the same game told in other words
+    "reworded": (GOOD.replace("What is {self.a} + {self.b}?", "Add {self.a} and {self.b}."),
+                 1.0, "the same game as"),
     # other text and code (no shingle limit can catch it at 1.0), the same episodes
     "behaviour": (GOOD.replace("AddPairEnv", "SumTwoEnv").replace(
         "Add two numbers.", "Sum a pair of integers.").replace(

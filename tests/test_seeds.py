@@ -76,9 +76,14 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     (("Compare initial letters; break ties on subsequent letters.", "Look at letters."), True),
     (("FirstAlphabeticalEnv", "WordOrderEnv"), True),  # class name
     (("rng.sample(WORDS, 2)", "rng.sample(WORDS, 3)"), True),  # a count (numbers masked)
+    # the question reworded, the same answer computed (learn-s7's first accepted design
+    # was a seed whose question had a sentence added)
+    (("Which of these words comes", "Which word is"), True),
     # played differently: another game
     (('"first", "last"', '"first"'), False),
-    (("Which of these words comes", "Which word is"), False),  # what is asked
+    (("min(shown) if", "min(shown, key=len) if"), False),  # another answer
+    (('"first", "last"', '"first", "middle"'), False),  # a word that picks behaviour
+    (("{', '.join(shown)}?", "{', '.join(shown)} ({len(shown)} words)?"), False),  # more shown
 ])
 def test_same_game_rule_sees_through_retelling_only(change, same):
     from spade_tasks.memory import game_shape
