@@ -262,9 +262,20 @@ def test_every_validator_check_has_a_place_in_the_order():
 
 
 def test_gaming_rejections_make_no_progress():
-    for reason in ("duplicate: same oracle transcripts as seed x", "hint_leak: hint holds answer",
-                   "reward_overflow: paid 2.0"):
+    for reason in ("hint_leak: hint holds answer", "reward_overflow: paid 2.0"):
         assert rejection_progress([reason], _GOOD) == 0.0
+
+
+def test_a_duplicate_earns_what_parsing_earns_and_no_more():
+    dup = rejection_progress(["duplicate: the same game as seed x"], _GOOD)
+    # no credit for the checks a copy gets through...
+    assert dup < rejection_progress(["env_class: no class"], "x = 1\n")
+    assert dup < rejection_progress(["step_return: bad"], _GOOD)
+    # ...but no less than a program broken anywhere (breaking a copy earns nothing)
+    broken = _GOOD.replace("class ", "class Broken ", 1)
+    assert rejection_progress(["parse: line 1: invalid syntax"], broken) <= dup
+    assert rejection_progress(["parse: x"], _GOOD) <= dup
+    assert rejection_progress(["hint_leak: x"], _GOOD) < dup
 
 
 def test_unknown_check_counts_as_the_first_dynamic_one():
