@@ -317,10 +317,10 @@ _PROSE_METHODS = frozenset({"hint"})
 @functools.lru_cache(maxsize=1024)  # the duplicate rule asks again for every known program
 def game_shape(source: str) -> tuple[str, ...] | None:
     """What a program does, apart from how it is told: its tokens with the data tables
-    emptied, docstrings, comments and ``hint()`` dropped, and names, numbers and the text
-    of sentences (strings with a space) masked. Two programs of one shape are one game (new words, a reworded
-    question, docstring or hint, a renamed class or a retuned count make no new game).
-    None if it does not parse."""
+    emptied, docstrings, comments and ``hint()`` dropped, and names, numbers and told text
+    (f-strings, sentences) masked. Two programs of one shape are one game (new words, a
+    reworded question, docstring or hint, a renamed class or a retuned count make no new
+    game). None if it does not parse."""
     try:
         tree = ast.parse(without_data(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):

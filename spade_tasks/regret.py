@@ -219,10 +219,9 @@ leaked hint or a reward past 1.0 buys regret). A leaked hint or an overflow earn
 floor; a duplicate earns what a program that parses earns (``DUPLICATE_PROGRESS``)."""
 DUPLICATE_PROGRESS = (REJECTION_STAGES.index("parse") + 0.999) / len(REJECTION_STAGES)
 """A duplicate's progress: the top of the parse stage, as far as a design that parses and
-shows the whole contract but fails every later check. Below that, the designer learned to
-break its programs to escape a copy's floor: measured in ``learn-s8`` at the policy
-gradient's lr 1e-5, parse failures rose 1, 5, 9 of 16 over generations 0-2 (a space put
-into the class name). Above it, copying would earn more than trying and failing later."""
+shows the whole contract but fails every later check. Below that, a designer learns to
+break its programs to escape a copy's floor (measured: README, "Learning on the
+default"); above it, copying would earn more than trying and failing later."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
 """The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")
@@ -287,8 +286,8 @@ def rejection_progress(reasons: Sequence[str], source: str | None, text: str = "
     """How far a rejected design got, in [0, 1): its first reason's check position in
     ``REJECTION_STAGES``, refined inside the first stages (which part of the program
     parses, which parts of the contract appear) so that designs failing the same early
-    check still differ. Gaming rejections (``GAMING_CHECKS``) make no progress past parsing; a check
-    this list does not know counts as the first dynamic one."""
+    check still differ. Gaming rejections (``GAMING_CHECKS``) make no progress past
+    parsing; a check this list does not know counts as the first dynamic one."""
     name = check_name(reasons[0]) if reasons else "no_code"
     if name == "duplicate":
         return DUPLICATE_PROGRESS
