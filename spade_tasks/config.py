@@ -182,6 +182,10 @@ class DesignerConfig(_Section):
     (a few lines, for small models whose context and compute are scarce; games only)."""
     memory_examples: int = Field(2, ge=0, le=32)
     """Memory entries shown in the prompt as positive examples."""
+    variants: float = Field(0.0, ge=0.0, le=1.0)
+    """Share of each generation's designs written as variants: the prompt hands over one
+    memory program (drawn per design) and asks for a different game grown out of it, as
+    OMNI-EPIC grows its archive; the other designs get the plain prompt. 0 is off."""
     training: bool = True
     """Train the designer role (False: the reference code's no-designer-training ablation)."""
     reward: str = "regret"

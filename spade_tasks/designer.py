@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import random
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from spade_tasks.corpus import Document, documents_of
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, class_doc, env_id_of,
                                       record_from_meta, save_record, title_of, write_program)
 from spade_tasks.llm.base import Backend, Completion, SamplingParams, with_prefill
-from spade_tasks.memory import (MemoryEntry, PromptExamples, features, game_shape,
+from spade_tasks.memory import (MemoryEntry, PromptExamples, entries, features, game_shape,
                                 init_memory, jaccard, prompt_examples)
 from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
@@ -41,6 +42,8 @@ SHORT_SYSTEM_PROMPTS = {"games": "designer_games_short.txt"}
 """The contract in a few lines, for small models (``designer.prompt: short``)."""
 EXAMPLE_CHARS = 3500
 """Code characters shown per positive example (two fit a small model's context)."""
+VARIANT_PROMPT = "designer_variant.txt"
+"""The task of a variant design: one memory program, and a different game to grow from it."""
 MAX_TITLES = 40
 """Titles of existing environments listed in the prompt (newest first)."""
 
@@ -89,12 +92,14 @@ def _example_block(e: MemoryEntry) -> str:
 
 
 def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
-                 style: str = "full") -> list[dict]:
+                 style: str = "full", parent: MemoryEntry | None = None) -> list[dict]:
     """The chat messages for one design: the setting's contract, then the task.
 
     What every design of a generation shares (contract, memory examples, titles) comes
     before the document, so the backend computes that long common prefix once for the
-    whole batch (``TransformersBackend._share_prefixes``)."""
+    whole batch (``TransformersBackend._share_prefixes``). A variant design (``parent``)
+    is shown that one memory program, asked to grow a different game out of it, in
+    place of the examples, which ask for the opposite ("not a variation")."""
     files = SHORT_SYSTEM_PROMPTS if style == "short" else SYSTEM_PROMPTS
     system = (PROMPTS / files[setting]).read_text(encoding="utf-8")
     if doc is not None:
@@ -104,7 +109,10 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
                     f"<text>\n{doc.text.strip()}\n</text>")
     else:
         document = "Choose any theme you like for your environment."
-    if examples.positives:
+    if parent is not None:
+        ex = Template((PROMPTS / VARIANT_PROMPT).read_text(encoding="utf-8")).substitute(
+            parent=_clip(parent.record.source.strip(), EXAMPLE_CHARS))
+    elif examples.positives:
         shown = "\n\n".join(_example_block(e) for e in examples.positives)
         ex = ("Environments from the memory that challenged the agent at the right level "
               "(the hint helped most). Go beyond them: a new idea, not a variation.\n\n" + shown)
@@ -164,14 +172,30 @@ def extract_program(text: str) -> str | None:
 # -- stages --------------------------------------------------------------------------
 
 
+def variant_parents(pool: list[MemoryEntry], n: int, share: float,
+                    seed: int) -> list[MemoryEntry | None]:
+    """The memory program each of ``n`` designs grows a variant from, None for a plain
+    design: the last ``round(share * n)`` designs get one each, drawn (seeded) from
+    ``pool`` and spread over it before any repeats; none when the pool is empty."""
+    k = round(share * n) if pool else 0
+    rng = random.Random(seed)
+    drawn: list[MemoryEntry] = []
+    while len(drawn) < k:
+        drawn += rng.sample(pool, min(len(pool), k - len(drawn)))
+    return [None] * (n - k) + drawn
+
+
 def design(backend: Backend, docs: list[Document | None], examples: PromptExamples,
-           cfg: Config, seed: int) -> list[Design]:
+           cfg: Config, seed: int,
+           parents: list[MemoryEntry | None] | None = None) -> list[Design]:
     """One completion per document (None: no document) in ONE batched generate call,
-    each parsed into a program; a completion without code is already rejected."""
+    each parsed into a program; a completion without code is already rejected.
+    ``parents`` (one per document) makes a design a variant of that memory program."""
     setting = cfg.designer.setting
-    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt),
+    parents = parents or [None] * len(docs)
+    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt, parent),
                             cfg.designer.prefill)
-               for d in docs]
+               for d, parent in zip(docs, parents)]
     overrides = {} if cfg.designer.temperature is None else {
         "temperature": cfg.designer.temperature}
     params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
@@ -329,10 +353,10 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
     return out
 
 
-__all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "record_designs",
-           "duplicate_reason", "known_programs", "refuse_duplicates", "design_stage",
-           "load_designs", "recorded_designs", "validate_program", "with_reports",
-           "apply_reports"]
+__all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
+           "record_designs", "duplicate_reason", "known_programs", "refuse_duplicates",
+           "design_stage", "load_designs", "recorded_designs", "validate_program",
+           "with_reports", "apply_reports"]
 
 
 # -- the flow's stages -----------------------------------------------------------------
@@ -357,8 +381,10 @@ def design_stage(rt: StageRuntime, generation: int, documents: Documents) -> Des
     text_of = {d.doc_id: d for d in documents_of(rt.store, rt.run, generation)}
     docs = [text_of[i] for i in documents.doc_ids]
     docs = docs or [None] * cfg.designer.designs_per_generation  # the no-corpus ablation
+    parents = variant_parents(entries(rt.store, rt.run), len(docs), cfg.designer.variants,
+                              seed) if cfg.memory.enabled else None
     with progress.stage("design environments", total=len(docs)) as bar:
-        designs = design(rt.backend(), docs, examples, cfg, seed)
+        designs = design(rt.backend(), docs, examples, cfg, seed, parents)
         bar.advance(len(designs), sum(len(d.completion.token_ids) for d in designs))
     record_designs(rt.store, rt.run, generation, designs)
     return Designs(design_ids=[d.design_idx for d in designs])

@@ -128,6 +128,8 @@ def test_readme_reference_is_the_generated_one():
     assert section.strip() == reference_markdown().strip(), (
         "README's configuration reference is stale: regenerate it with "
         "`python -m spade_tasks.config --update-readme`")
+
+
 def test_registered_names_load():
     p = "configs/cpu-tiny.yaml"
     cfg = load_config(p)

@@ -1,6 +1,7 @@
 """The designer: prompt, parse, validate, record (scripted backend) and one real-model run."""
 
 import json
+import re
 
 import pytest
 
@@ -8,7 +9,8 @@ from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfi
 from spade_tasks.corpus import Document
 from spade_tasks.design_command import run_design
 from spade_tasks.designer import (NO_CODE, Design, build_prompt, design, extract_program,
-                                  record_designs, validate_program, with_reports)
+                                  record_designs, validate_program, variant_parents,
+                                  with_reports)
 from spade_tasks.environments import env_id_of
 from spade_tasks.llm.base import Completion
 from spade_tasks.memory import PromptExamples
@@ -80,6 +82,40 @@ def test_prompt_shows_memory_examples(tmp_path):
     user = build_prompt(DOCS[0], ex, "games")[1]["content"]
     assert "```python\n" in user and "not yet played" in user
     assert "too easy: no-hint win rate 1.00" in user
+
+
+def test_variant_parents_spread_over_the_memory_before_repeating(tmp_path):
+    from spade_tasks import memory
+
+    with Store(tmp_path / "s.duckdb") as store:
+        put_seeds(store, ["number_guess", "water_jugs", "code_breaker"])
+        pool = memory.entries(store, "r")
+    assert variant_parents(pool, 4, 0.0, seed=1) == [None] * 4
+    assert variant_parents([], 4, 1.0, seed=1) == [None] * 4
+    half = variant_parents(pool, 4, 0.5, seed=1)
+    assert half[:2] == [None, None] and len({e.env_id for e in half[2:]}) == 2
+    every = variant_parents(pool, 5, 1.0, seed=1)
+    assert {e.env_id for e in every[:3]} == {e.env_id for e in pool}  # all before a repeat
+    assert [e.env_id for e in every] == [e.env_id for e in variant_parents(pool, 5, 1.0, 1)]
+
+
+def test_a_variant_prompt_shows_its_parent_instead_of_the_examples(tmp_path):
+    from spade_tasks import memory
+
+    with Store(tmp_path / "s.duckdb") as store:
+        put_seeds(store, ["number_guess", "water_jugs"])
+        pool = memory.entries(store, "r")
+        ex = memory.prompt_examples(store, "r", 1, MemoryConfig(), seed=0)
+    parent = pool[0]
+    user = build_prompt(DOCS[0], ex, "games", parent=parent)[1]["content"]
+    shown = re.sub(r"\n{3,}", "\n\n", parent.record.source.strip())  # as the prompt tidies it
+    assert shown in user and "Grow a different game" in user
+    assert "Go beyond them" not in user and "harbour number 0" in user
+    backend = ScriptedBackend(COMPLETIONS)
+    designs = design(backend, DOCS[:2], ex, CFG, seed=3, parents=[None, parent])
+    plain, variant = (d.prompt[1]["content"] for d in designs)
+    assert "Go beyond them" in plain and "Grow a different game" not in plain
+    assert "Grow a different game" in variant and len(backend.calls) == 1
 
 
 def test_design_is_one_batched_call_and_parses():
