@@ -68,6 +68,8 @@ class Design:
     seconds: float = 0.0
     fingerprint: str | None = None
     """The validator's behaviour fingerprint of an accepted program."""
+    parent_env_id: str | None = None
+    """The memory program a variant design was asked to grow from; None for a plain one."""
 
     @property
     def env_id(self) -> str | None:
@@ -204,7 +206,8 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     out = []
     for i, (doc, prompt, comp) in enumerate(zip(docs, prompts, comps)):
         source = extract_program(comp.full_text)
-        d = Design(i, doc.doc_id if doc else None, setting, prompt, comp, source)
+        d = Design(i, doc.doc_id if doc else None, setting, prompt, comp, source,
+                   parent_env_id=parents[i].env_id if parents[i] else None)
         if source is None:
             d.reasons = [NO_CODE]
         out.append(d)
@@ -344,6 +347,7 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
         "prompt_token_ids": list(d.completion.prompt_token_ids),
         "token_ids": list(d.completion.token_ids), "logprobs": list(d.completion.logprobs),
         "env_id": d.env_id, "accepted": d.accepted, "reasons": list(d.reasons), "reward": None,
+        "parent_env_id": d.parent_env_id,
     } for d in out])
     store.replace_rows("validations", key, [{
         "run": run, "generation": generation, "design_idx": d.design_idx, "env_id": d.env_id,
@@ -398,7 +402,7 @@ def load_designs(store: Store, run: str, generation: int) -> list[Design]:
         comp = Completion(r["completion"], list(r["prompt_token_ids"]), list(r["token_ids"]),
                           list(r["logprobs"]), "recorded")
         d = Design(r["design_idx"], r["doc_id"], r["setting"], json.loads(r["prompt"]), comp,
-                   extract_program(r["completion"]))
+                   extract_program(r["completion"]), parent_env_id=r["parent_env_id"])
         if d.source is None:
             d.reasons = [NO_CODE]
         out.append(d)

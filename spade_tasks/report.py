@@ -22,7 +22,7 @@ from spade_tasks.store import Store, queries
 FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
           "designer_reward_mean", "designer_samples_trained", "agent_samples_trained",
           "win_rate_no_hint", "win_rate_hint", "regret_mean", "train_world_size",
-          "rollout_workers")
+          "rollout_workers", "variants", "variants_accepted")
 
 
 def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
@@ -72,6 +72,10 @@ def generation_rows(store: Store, run: str) -> list[dict]:
             "regret_mean": reg.get("regret"),
             "train_world_size": m.get("train_world_size"),
             "rollout_workers": m.get("rollout_workers"),
+            # designer.variants: designs grown from a memory program, and those accepted as new
+            "variants": sum(d["parent_env_id"] is not None for d in ds),
+            "variants_accepted": sum(d["parent_env_id"] is not None and _is_new(d, new_in_memory)
+                                     for d in ds),
         })
     return out
 

@@ -116,6 +116,11 @@ def test_a_variant_prompt_shows_its_parent_instead_of_the_examples(tmp_path):
     plain, variant = (d.prompt[1]["content"] for d in designs)
     assert "Go beyond them" in plain and "Grow a different game" not in plain
     assert "Grow a different game" in variant and len(backend.calls) == 1
+    with Store(tmp_path / "s.duckdb") as store:  # the lineage is recorded with the design
+        record_designs(store, "r", 0, designs, root=tmp_path / "envs")
+        from spade_tasks.designer import load_designs
+
+        assert [d.parent_env_id for d in load_designs(store, "r", 0)] == [None, parent.env_id]
 
 
 def test_design_is_one_batched_call_and_parses():

@@ -9,19 +9,19 @@ from spade_tasks.cli import main
 from spade_tasks.store import Store
 
 
-def _design(gen, idx, env_id, accepted, reasons, reward):
+def _design(gen, idx, env_id, accepted, reasons, reward, parent=None):
     return {"run": "r", "generation": gen, "design_idx": idx, "doc_id": None,
             "setting": "games", "prompt": "[]", "completion": "", "prompt_token_ids": [],
             "token_ids": [], "logprobs": [], "env_id": env_id, "accepted": accepted,
-            "reasons": reasons, "reward": reward}
+            "reasons": reasons, "reward": reward, "parent_env_id": parent}
 
 
 def _fill(store: Store) -> None:
     store.replace_rows("designs", {"run": "r", "generation": 0}, [
         _design(0, 0, None, False, ["parse: no python code block"], -1.0),
         _design(0, 1, None, False, ["parse: line 3: invalid syntax"], -0.9),
-        _design(0, 2, "e1", True, [], 0.2),                # new: the memory took it
-        _design(0, 3, "seed", True, [], 0.0),              # a seed's copy: not new
+        _design(0, 2, "e1", True, [], 0.2, "seed"),        # new: the memory took it
+        _design(0, 3, "seed", True, [], 0.0, "seed"),      # a seed's copy: not new
     ])
     store.replace_rows("designs", {"run": "r", "generation": 1}, [
         _design(1, 0, "e2", False, ["duplicate: same behaviour as e1"], -1.0),
@@ -56,9 +56,11 @@ def test_rows_count_only_new_accepted_designs(tmp_path):
     assert g0["win_rate_hint"] == pytest.approx(0.5)
     assert g0["regret_mean"] == pytest.approx(0.2)
     assert g0["train_world_size"] == 1 and g0["rollout_workers"] is None
+    assert (g0["variants"], g0["variants_accepted"]) == (2, 1)
     assert (g1["designs"], g1["accepted"]) == (2, 0)
     assert g1["rejections"] == {"duplicate": 2}
     assert g1["designer_samples_trained"] is None and g1["regret_mean"] is None
+    assert (g1["variants"], g1["variants_accepted"]) == (0, 0)
     assert list(g0) == list(report.FIELDS)
 
 

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS environments (
 ALTER TABLE environments ADD COLUMN IF NOT EXISTS feasibility_verified BOOLEAN;
 ALTER TABLE environments ADD COLUMN IF NOT EXISTS fingerprint VARCHAR;
 ALTER TABLE environments ADD COLUMN IF NOT EXISTS flag VARCHAR;
+ALTER TABLE designs ADD COLUMN IF NOT EXISTS parent_env_id VARCHAR;
 CREATE TABLE IF NOT EXISTS episodes (
     run VARCHAR, generation INTEGER, episode_id VARCHAR, env_id VARCHAR, seed BIGINT,
     with_hint BOOLEAN, hint VARCHAR, "return" DOUBLE, turns INTEGER, terminated BOOLEAN,

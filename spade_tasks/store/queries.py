@@ -162,10 +162,12 @@ def design(store: Store, run: str, generation: int, design_idx: int) -> dict | N
 
 
 def run_designs(store: Store, run: str, rejected_only: bool = False) -> list[dict]:
-    """``{generation, design_idx, accepted, env_id, reasons, reward}`` of every design of
-    the run (only the rejected ones when ``rejected_only``), by generation and index."""
+    """``{generation, design_idx, accepted, env_id, reasons, reward, parent_env_id}`` of
+    every design of the run (only the rejected ones when ``rejected_only``), by generation
+    and index."""
     return store.rows(
-        "SELECT generation, design_idx, accepted, env_id, reasons, reward FROM designs"
+        "SELECT generation, design_idx, accepted, env_id, reasons, reward, parent_env_id"
+        " FROM designs"
         " WHERE run = ?" + (" AND NOT accepted" if rejected_only else "")
         + " ORDER BY generation, design_idx", [run])
 
