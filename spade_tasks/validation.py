@@ -603,6 +603,98 @@ def check_seed_ignored(ctx: Ctx) -> list[str]:
     return []
 
 
+ANSWER_SEEDS = 64
+"""Resets ``answer_determined`` looks at: enough that a task drawn from a few dozen
+texts ("Which letter comes 3?") shows one twice."""
+ANSWER_PAIRS = 4
+"""Repeated tasks with different oracle answers it plays out before passing."""
+
+
+def _answers_from_first_observation(ctx: Ctx) -> bool:
+    """Whether the first observation alone must decide the first answer: in a
+    ``QuizEnv`` subclass each question stands alone, and a one-turn game reveals nothing
+    before its one answer. In other games feedback may reveal what the first
+    observation hides (guess the hidden word), so the check does not apply."""
+    if ctx.max_turns == 1:
+        return True
+    try:
+        tree = ast.parse(ctx.source)
+    except (SyntaxError, ValueError):
+        return False
+    return any("QuizEnv" in _base_names(c) for c in _env_classes(tree)
+               if c.name == ctx.class_name)
+
+
+def _first_reward(ep: Episode, seed: int, action: str) -> tuple[float | None, str | None]:
+    """The reward of ``action`` as the first move of ``seed``'s episode (or the fault)."""
+    r = ep.reset(seed)
+    if not r.ok:
+        return None, r.error
+    s = ep.step(action)
+    if not s.ok:
+        return None, s.error
+    return float(s.value[1]), None
+
+
+def check_answer_determined(ctx: Ctx) -> list[str]:
+    """Where the first observation must decide the first answer (a ``QuizEnv``
+    subclass, a one-turn game), the same task text never needs two answers that exclude
+    each other. Over ``ANSWER_SEEDS`` resets, whenever two seeds show the same first
+    observation and the oracle answers them differently, each oracle answer is played on
+    the other seed: it must earn what that seed's own oracle answer earns (a task with
+    several right answers passes). Otherwise no player can do better than guess: a
+    question that does not show what it asks about ("Which letter comes 3?" without the
+    word) is accepted by every other check, since the oracle sees the hidden state."""
+    if not ctx.meta.has_oracle:
+        raise Skipped("no oracle: nothing says which answer a task needs")
+    if not _answers_from_first_observation(ctx):
+        raise Skipped("feedback may reveal what the first observation hides")
+    seen: dict[str, tuple[int, str]] = {}
+    pairs = 0
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
+        if not ep.load_result.ok:
+            return [f"load: {ep.load_result.error}"]
+        for seed in range(ANSWER_SEEDS):
+            r = ep.reset(seed)
+            if not r.ok:
+                return [_fault("answer_determined", Played(seed, error=r.error),
+                               f"reset on seed {seed}")]
+            obs = r.value[0]
+            o = ep.oracle()
+            if not o.ok:
+                return [_fault("answer_determined", Played(seed, error=o.error),
+                               f"oracle on seed {seed}")]
+            if obs not in seen:
+                seen[obs] = (seed, o.value)
+                continue
+            first_seed, first_answer = seen[obs]
+            if first_answer == o.value:
+                continue
+            for on, own, borrowed in ((seed, o.value, first_answer),
+                                      (first_seed, first_answer, o.value)):
+                (own_r, e1), (borrowed_r, e2) = (_first_reward(ep, on, own),
+                                                 _first_reward(ep, on, borrowed))
+                if e1 or e2:
+                    return [_fault("answer_determined", Played(on, error=e1 or e2),
+                                   f"first move on seed {on}")]
+                if borrowed_r < own_r - EPS:
+                    return [f"answer_determined: seeds {first_seed} and {seed} show the same "
+                            f"task ({_short(obs)}) but need different answers: "
+                            f"{_short(borrowed)} earns {borrowed_r:g} on seed {on}, its own "
+                            f"answer {_short(own)} {own_r:g}; the task text must show what "
+                            "decides the answer"]
+            pairs += 1
+            if pairs >= ANSWER_PAIRS:
+                break
+    ctx.notes["answer_determined"] = (f"{len(seen)} distinct first tasks over the seeds "
+                                      f"looked at; {pairs} repeated with other right answers")
+    return []
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def check_non_trivial(ctx: Ctx) -> list[str]:
     """Neither an empty nor an echoing player solves the task."""
     for name in ("empty", "echo"):
@@ -763,7 +855,7 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
-                  check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
+                  check_answer_determined, check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""

@@ -331,7 +331,42 @@ QUIZ_GAMING = {
     "hint_leak": QUIZ.replace('return "Add the tens, then the ones."', "return self.asked[0][1]"),
     # a constant answer whatever the seed
     "seed_ignored": QUIZ.replace("rng.randint(10, 99), rng.randint(10, 99)", "20, 22"),
+    # the question does not show what it asks about: the same text needs other answers
+    "answer_determined": QUIZ.replace('f"What is {a} + {b}?"',
+                                      'f"What is {a % 2} + the number I picked?"'),
 }
+
+ANY_EVEN = textwrap.dedent(r"""
+    import random
+
+    from spade_env import extract_boxed
+
+
+    class AnyEvenEnv:
+        '''Name an even number below ten.'''
+
+        max_turns = 1
+
+        def reset(self, seed=None, options=None):
+            self.pick = random.Random(seed).choice([2, 4, 6, 8])
+            return "Give an even number below 10 as \\boxed{n}.", {}
+
+        def step(self, action):
+            got = extract_boxed(action) or ""
+            ok = got.isdigit() and int(got) < 10 and int(got) % 2 == 0
+            return "done", (1.0 if ok else 0.0), True, False, {}
+
+        def oracle(self):
+            return "\\boxed{%d}" % self.pick
+""")
+
+
+def test_answer_determined_passes_a_task_with_several_right_answers(sandbox, cfg):
+    """The same text, other oracle answers, each right on the other's seed: no guessing."""
+    report = validate_source(ANY_EVEN, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_determined"]
+    assert check.status == "pass", check.detail
+    assert "1 distinct first tasks" in check.detail
 
 
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
