@@ -335,6 +335,13 @@ def game_shape(source: str) -> tuple[str, ...] | None:
         body = [b for b in body if not (isinstance(node, ast.ClassDef) and isinstance(
             b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in _PROSE_METHODS)]
         node.body = body or [ast.Pass()]
+    # A table of constants handed to a call (``rng.choice(["next", "letter"])``) is data
+    # drawn from, like a WORDS list: other words in it make no new game (learn-s10 passed
+    # one game as two that way). What picks behaviour is a comparison with such a word
+    # (``which == "first"``), which stays.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            node.args = [_emptied(a) for a in node.args]
     # The wording of a question is how the game is told: one computation asked in other
     # words is one game. The text of f-strings and of sentences (strings with a space) is
     # masked; the expressions inside f-strings stay, and so does a single word, which can
@@ -346,6 +353,15 @@ def game_shape(source: str) -> tuple[str, ...] | None:
                 id(node) in told or any(c.isspace() for c in node.value.strip())):
             node.value = " "
     return tuple(_code_tokens(ast.unparse(tree)))
+
+
+def _emptied(node: ast.expr) -> ast.expr:
+    """An empty display of the same kind for a list, tuple or set of constants."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(
+            isinstance(e, ast.Constant) for e in node.elts):
+        return ast.Tuple(elts=[], ctx=ast.Load()) if isinstance(node, ast.Tuple) else (
+            ast.List(elts=[], ctx=ast.Load()))
+    return node
 
 
 def _code_tokens(source: str) -> list[str]:
