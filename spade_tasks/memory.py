@@ -356,7 +356,8 @@ def game_shape(source: str) -> tuple[str, ...] | None:
 
 
 def _emptied(node: ast.expr) -> ast.expr:
-    """An empty display of the same kind for a list, tuple or set of constants."""
+    """An empty tuple for a tuple of constants, an empty list for a list or set of them;
+    any other expression unchanged."""
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(
             isinstance(e, ast.Constant) for e in node.elts):
         return ast.Tuple(elts=[], ctx=ast.Load()) if isinstance(node, ast.Tuple) else (
