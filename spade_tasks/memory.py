@@ -336,9 +336,8 @@ def game_shape(source: str) -> tuple[str, ...] | None:
             b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in _PROSE_METHODS)]
         node.body = body or [ast.Pass()]
     # A table of constants handed to a call (``rng.choice(["next", "letter"])``) is data
-    # drawn from, like a WORDS list: other words in it make no new game (learn-s10 passed
-    # one game as two that way). What picks behaviour is a comparison with such a word
-    # (``which == "first"``), which stays.
+    # drawn from, like a WORDS list: other words in it make no new game. What picks
+    # behaviour is a comparison with such a word (``which == "first"``), which stays.
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             node.args = [_emptied(a) for a in node.args]

@@ -79,8 +79,8 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # the question reworded, the same answer computed (learn-s7's first accepted design
     # was a seed whose question had a sentence added)
     (("Which of these words comes", "Which word is"), True),
-    # other words in the table a mode is drawn from: the same computations (learn-s10
-    # accepted a game twice over `rng.choice(["first", "letters"])` / `["next", "letter"]`)
+    # other words in the table a mode is drawn from (learn-s10's designs drew unused
+    # modes such as `rng.choice(["next", "letter"])`): the same computations
     (('"first", "last"', '"first", "middle"'), True),
     (('"first", "last"', '"first"'), True),
     # played differently: another game
