@@ -625,17 +625,6 @@ def _answers_from_first_observation(ctx: Ctx) -> bool:
                if c.name == ctx.class_name)
 
 
-def _first_reward(ep: Episode, seed: int, action: str) -> tuple[float | None, str | None]:
-    """The reward of ``action`` as the first move of ``seed``'s episode (or the fault)."""
-    r = ep.reset(seed)
-    if not r.ok:
-        return None, r.error
-    s = ep.step(action)
-    if not s.ok:
-        return None, s.error
-    return float(s.value[1]), None
-
-
 def check_answer_determined(ctx: Ctx) -> list[str]:
     """Where the first observation must decide the first answer (a ``QuizEnv``
     subclass, a one-turn game), the same task text never needs two answers that exclude
@@ -672,11 +661,13 @@ def check_answer_determined(ctx: Ctx) -> list[str]:
                 continue
             for on, own, borrowed in ((seed, o.value, first_answer),
                                       (first_seed, first_answer, o.value)):
-                (own_r, e1), (borrowed_r, e2) = (_first_reward(ep, on, own),
-                                                 _first_reward(ep, on, borrowed))
-                if e1 or e2:
-                    return [_fault("answer_determined", Played(on, error=e1 or e2),
-                                   f"first move on seed {on}")]
+                # Each answer as the one move of a one-turn episode on the open worker.
+                own_p, borrowed_p = (play_in(ep, on, replay_policy([a]), 1)
+                                     for a in (own, borrowed))
+                faulty = next((p for p in (own_p, borrowed_p) if p.error), None)
+                if faulty is not None:
+                    return [_fault("answer_determined", faulty, f"first move on seed {on}")]
+                own_r, borrowed_r = own_p.rewards[0], borrowed_p.rewards[0]
                 if borrowed_r < own_r - EPS:
                     return [f"answer_determined: seeds {first_seed} and {seed} show the same "
                             f"task ({_short(obs)}) but need different answers: "
