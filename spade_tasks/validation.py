@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spade_tasks.answers import answer_of, leaks
 from spade_tasks.config import SandboxConfig, ValidationConfig
-from spade_tasks.sandbox import Episode, ProgramMeta, Sandbox
+from spade_tasks.sandbox import CallResult, Episode, ProgramMeta, Sandbox
 
 ALLOWED_IMPORTS = frozenset({
     "math", "random", "re", "json", "itertools", "collections", "string", "fractions",
@@ -199,10 +199,11 @@ def play(sandbox: Sandbox, source: str, class_name: str, seed: int | None,
 
 
 def play_in(ep: Episode, seed: int | None, policy: Policy, max_turns: int,
-            with_hint: bool = False) -> Played:
-    """Play one episode on an open worker (several may follow each other on one)."""
+            with_hint: bool = False, options: dict | None = None) -> Played:
+    """Play one episode on an open worker (several may follow each other on one);
+    ``options`` goes to reset (the harness's own, such as a nudged draw)."""
     p = Played(seed)
-    r = ep.reset(seed)
+    r = ep.reset(seed, options)
     p.call_seconds.append(("reset", r.seconds))
     if not r.ok:
         p.error = r.error
@@ -608,15 +609,20 @@ ANSWER_SEEDS = 64
 texts ("Which letter comes 3?") shows one twice."""
 ANSWER_PAIRS = 4
 """Repeated tasks with different oracle answers it plays out before passing."""
+NUDGE_OPTION = "spade_nudge"
+"""The reset option that makes a ``QuizEnv`` draw from ``NudgedRandom`` (envlib)."""
+NUDGE_SEEDS = 8
+"""Seeds of a ``QuizEnv`` whose draws ``answer_determined`` changes one at a time."""
+NUDGE_DRAWS = 32
+"""The most draws of one reset it changes: a quiz's first task takes a handful."""
+
+Task = tuple[int, int | None]
+"""A first task as ``answer_determined`` draws it: (seed, the draw nudged or None)."""
 
 
-def _answers_from_first_observation(ctx: Ctx) -> bool:
-    """Whether the first observation alone must decide the first answer: in a
-    ``QuizEnv`` subclass each question stands alone, and a one-turn game reveals nothing
-    before its one answer. In other games feedback may reveal what the first
-    observation hides (guess the hidden word), so the check does not apply."""
-    if ctx.max_turns == 1:
-        return True
+def _is_quiz(ctx: Ctx) -> bool:
+    """Whether the program's class subclasses ``QuizEnv``, where each question stands
+    alone and its text must decide its answer."""
     try:
         tree = ast.parse(ctx.source)
     except (SyntaxError, ValueError):
@@ -625,60 +631,98 @@ def _answers_from_first_observation(ctx: Ctx) -> bool:
                if c.name == ctx.class_name)
 
 
+def _task_options(task: Task) -> dict | None:
+    return None if task[1] is None else {NUDGE_OPTION: task[1]}
+
+
+def _reset_task(ep: Episode, task: Task) -> CallResult:
+    return ep.reset(task[0], _task_options(task))
+
+
+def _tasks(ep: Episode, quiz: bool):
+    """The first tasks ``answer_determined`` compares: ``ANSWER_SEEDS`` seeds, then for a
+    ``QuizEnv`` each of the first ``NUDGE_DRAWS`` draws of ``NUDGE_SEEDS`` seeds changed
+    in turn. A quiz whose ``reset`` is its own reports no draws and gets no nudges."""
+    yield from ((seed, None) for seed in range(ANSWER_SEEDS))
+    if not quiz:
+        return
+    for seed in range(NUDGE_SEEDS):
+        r = _reset_task(ep, (seed, -1))  # -1: nothing changed, only the draws counted
+        draws = r.value[1].get("draws") if r.ok and isinstance(r.value[1], dict) else None
+        if not isinstance(draws, int):
+            return
+        yield from ((seed, k) for k in range(min(draws, NUDGE_DRAWS)))
+
+
+def _task_name(task: Task) -> str:
+    seed, nudge = task
+    return f"seed {seed}" if nudge is None else f"seed {seed} with draw {nudge} changed"
+
+
 def check_answer_determined(ctx: Ctx) -> list[str]:
     """Where the first observation must decide the first answer (a ``QuizEnv``
     subclass, a one-turn game), the same task text never needs two answers that exclude
-    each other. Over ``ANSWER_SEEDS`` resets, whenever two seeds show the same first
+    each other. Over ``ANSWER_SEEDS`` resets, and for a ``QuizEnv`` over resets with one
+    of its random draws changed (``NudgedRandom``), whenever two show the same first
     observation and the oracle answers them differently, each oracle answer is played on
-    the other seed: it must earn what that seed's own oracle answer earns (a task with
+    the other: it must earn what that task's own oracle answer earns (a task with
     several right answers passes). Otherwise no player can do better than guess: a
     question that does not show what it asks about ("Which letter comes 3?" without the
-    word) is accepted by every other check, since the oracle sees the hidden state."""
+    word) is accepted by every other check, since the oracle sees the hidden state; so
+    is an answer drawn by a coin flip the text never shows, which the changed draws
+    find even when no two seeds ask the same question. A changed draw that makes the
+    program fail is passed over: it is not a seed any episode will play."""
     if not ctx.meta.has_oracle:
         raise Skipped("no oracle: nothing says which answer a task needs")
-    if not _answers_from_first_observation(ctx):
+    # A one-turn game reveals nothing before its one answer; in other games than a quiz
+    # feedback may reveal what the first observation hides (guess the hidden word).
+    quiz = _is_quiz(ctx)
+    if not (ctx.max_turns == 1 or quiz):
         raise Skipped("feedback may reveal what the first observation hides")
-    seen: dict[str, tuple[int, str]] = {}
-    pairs = 0
+    seen: dict[str, tuple[Task, str]] = {}
+    pairs = nudged = 0
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
         if not ep.load_result.ok:
             return [f"load: {ep.load_result.error}"]
-        for seed in range(ANSWER_SEEDS):
-            r = ep.reset(seed)
-            if not r.ok:
-                return [_fault("answer_determined", Played(seed, error=r.error),
-                               f"reset on seed {seed}")]
-            obs = r.value[0]
-            o = ep.oracle()
+        for task in _tasks(ep, quiz):
+            r = _reset_task(ep, task)
+            o = ep.oracle() if r.ok else r
             if not o.ok:
-                return [_fault("answer_determined", Played(seed, error=o.error),
-                               f"oracle on seed {seed}")]
+                if task[1] is not None:
+                    continue
+                return [_fault("answer_determined", Played(task[0], error=o.error),
+                               f"{'reset' if not r.ok else 'oracle'} on seed {task[0]}")]
+            nudged += task[1] is not None
+            obs = r.value[0]
             if obs not in seen:
-                seen[obs] = (seed, o.value)
+                seen[obs] = (task, o.value)
                 continue
-            first_seed, first_answer = seen[obs]
+            first_task, first_answer = seen[obs]
             if first_answer == o.value:
                 continue
-            for on, own, borrowed in ((seed, o.value, first_answer),
-                                      (first_seed, first_answer, o.value)):
+            for on, own, borrowed in ((task, o.value, first_answer),
+                                      (first_task, first_answer, o.value)):
                 # Each answer as the one move of a one-turn episode on the open worker.
-                own_p, borrowed_p = (play_in(ep, on, replay_policy([a]), 1)
+                own_p, borrowed_p = (play_in(ep, on[0], replay_policy([a]), 1,
+                                             options=_task_options(on))
                                      for a in (own, borrowed))
                 faulty = next((p for p in (own_p, borrowed_p) if p.error), None)
                 if faulty is not None:
-                    return [_fault("answer_determined", faulty, f"first move on seed {on}")]
+                    return [_fault("answer_determined", faulty,
+                                   f"first move on {_task_name(on)}")]
                 own_r, borrowed_r = own_p.rewards[0], borrowed_p.rewards[0]
                 if borrowed_r < own_r - EPS:
-                    return [f"answer_determined: seeds {first_seed} and {seed} show the same "
-                            f"task ({_short(obs)}) but need different answers: "
-                            f"{_short(borrowed)} earns {borrowed_r:g} on seed {on}, its own "
-                            f"answer {_short(own)} {own_r:g}; the task text must show what "
-                            "decides the answer"]
+                    return [f"answer_determined: {_task_name(first_task)} and "
+                            f"{_task_name(task)} show the same task ({_short(obs)}) but need "
+                            f"different answers: {_short(borrowed)} earns {borrowed_r:g} on "
+                            f"{_task_name(on)}, its own answer {_short(own)} {own_r:g}; the "
+                            "task text must show what decides the answer"]
             pairs += 1
             if pairs >= ANSWER_PAIRS:
                 break
-    ctx.notes["answer_determined"] = (f"{len(seen)} distinct first tasks over the seeds "
-                                      f"looked at; {pairs} repeated with other right answers")
+    ctx.notes["answer_determined"] = (
+        f"{len(seen)} distinct first tasks over the resets looked at ({nudged} with a "
+        f"draw changed); {pairs} repeated with other right answers")
     return []
 
 

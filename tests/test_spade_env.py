@@ -560,3 +560,34 @@ def test_quiz_env_without_questions_fails_loudly():
         spade_env.QuizEnv().reset(seed=0)
     with pytest.raises(ValueError, match="no questions"):
         Empty().reset(seed=0)
+
+
+def test_nudged_random_changes_one_draw_and_counts_them():
+    """``answer_determined`` changes one draw of a quiz's stream at a time: the draws
+    before it are the seed's own, the nudged one differs, and the count is exact."""
+    import random
+
+    def draws(rng):
+        return [rng.random(), rng.choice("abcdefgh"), rng.randint(0, 10 ** 6),
+                rng.sample(range(1000), 2)]
+
+    plain = draws(random.Random(5))
+    assert draws(spade_env.NudgedRandom(5)) == plain  # no nudge: the same stream
+    counted = spade_env.NudgedRandom(5)
+    draws(counted)
+    assert counted.draws >= 5
+    first = draws(spade_env.NudgedRandom(5, nudge=0))
+    assert first[0] != plain[0]
+    later = draws(spade_env.NudgedRandom(5, nudge=1))
+    assert later[0] == plain[0] and later[1:] != plain[1:]
+
+
+def test_quiz_env_reset_draws_from_a_nudged_stream_only_when_asked():
+    env = _TwoQuestions()
+    plain = env.reset(seed=3)
+    assert plain[1] == {}
+    same = env.reset(seed=3, options={spade_env.NUDGE_OPTION: -1})
+    assert same == (plain[0], {"draws": 1})  # one choice: one draw
+    flips = {env.reset(seed=s, options={spade_env.NUDGE_OPTION: 0})[0] != env.reset(seed=s)[0]
+             for s in range(8)}
+    assert True in flips  # the one draw, changed, picks the other word for some seeds

@@ -369,6 +369,42 @@ def test_answer_determined_passes_a_task_with_several_right_answers(sandbox, cfg
     assert "1 distinct first tasks" in check.detail
 
 
+COIN_FLIP = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class MissingOrWordEnv(QuizEnv):
+        \"\"\"Pick a word.\"\"\"
+
+        def questions(self, rng):
+            shown = rng.sample(WORDS, 5)
+            answer = rng.choice(["missing", "word"])
+            return [(f"The words: {', '.join(shown)}. Which one?", answer)]
+
+        def hint(self):
+            return "Read the words."
+""")
+
+
+def test_answer_determined_finds_a_coin_flip_answer_under_questions_that_never_repeat(
+        sandbox, cfg):
+    """learn-s10 accepted a quiz whose answer was ``rng.choice(["missing", "word"])``
+    under questions that no two of 64 seeds repeat, so no two seeds could be compared.
+    Changing the coin's draw alone leaves the text as it was and needs the other
+    answer: rejected. The same quiz with the coin's result in its text passes."""
+    report = validate_source(COIN_FLIP, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_determined:"), report.reasons
+    assert "changed" in report.reasons[0]
+    shown = COIN_FLIP.replace("Which one?", "Say {answer}.")
+    report = validate_source(shown, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_determined"]
+    assert check.status == "pass", check.detail
+    assert "with a draw changed" in check.detail and "(0 with" not in check.detail
+
+
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
     report = validate_source(QUIZ, sandbox, cfg)
     assert report.accepted, report.reasons

@@ -253,8 +253,11 @@ class Episode:
         self.start_seconds = time.perf_counter() - t0
 
     # -- public calls ----------------------------------------------------------------
-    def reset(self, seed: int | None) -> CallResult:
-        r = self._call("reset", self.cfg.call_timeout_s, seed=seed)
+    def reset(self, seed: int | None, options: dict | None = None) -> CallResult:
+        """``reset(seed, options)`` in the worker; ``options`` is the harness's own (the
+        validator's ``spade_nudge``), never the program's, and is sent only when set."""
+        extra = {"options": options} if options is not None else {}
+        r = self._call("reset", self.cfg.call_timeout_s, seed=seed, **extra)
         return self._check(r, _check_reset)
 
     def step(self, action: str) -> CallResult:

@@ -179,10 +179,10 @@ class _Episode:
             or callable(getattr(env, "solution", None)),
         }
 
-    def reset(self, seed):
+    def reset(self, seed, options=None):
         self.plan = None
         try:
-            out = self.env.reset(seed=seed, options=None)
+            out = self.env.reset(seed=seed, options=options)
         except TypeError as e:
             if "options" not in str(e):
                 raise
@@ -240,7 +240,7 @@ def main():
             elif episode is None:
                 raise RuntimeError("no program loaded")
             elif op == "reset":
-                result = episode.reset(req.get("seed"))
+                result = episode.reset(req.get("seed"), req.get("options"))
             elif op == "step":
                 result = episode.step(req["action"])
             elif op == "hint":

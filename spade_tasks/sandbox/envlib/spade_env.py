@@ -792,6 +792,37 @@ def _gem_reset(reset):
 # --------------------------------------------------------------------------- quiz
 
 
+NUDGE_OPTION = "spade_nudge"
+"""The ``reset`` option by which the validator asks a ``QuizEnv`` to draw its questions
+from a ``NudgedRandom`` (``answer_determined``)."""
+
+
+class NudgedRandom(random.Random):
+    """``random.Random(seed)`` whose draw number ``nudge`` (from 0) comes out otherwise.
+
+    Every method of ``random.Random`` draws through ``random()`` or ``getrandbits()``,
+    so changing one of those values changes one choice, sample, shuffle or number and
+    leaves the draws before it alone. The validator nudges each draw in turn: a draw
+    that changes a question's answer but not its text is hidden from the player, who
+    can then only guess (``answer_determined``). ``draws`` counts the draws made."""
+
+    def __init__(self, seed=None, nudge=-1):
+        self.nudge, self.draws = nudge, 0
+        super().__init__(seed)
+
+    def _nudged(self):
+        self.draws += 1
+        return self.draws - 1 == self.nudge
+
+    def random(self):
+        x = super().random()
+        return (x + 0.5) % 1.0 if self._nudged() else x
+
+    def getrandbits(self, k):
+        x = super().getrandbits(k)
+        return x ^ (1 << (k - 1)) if self._nudged() and k > 0 else x
+
+
 class QuizEnv:
     """Questions with one right answer each, asked one a turn, answered as ``\\boxed{...}``.
 
@@ -812,11 +843,13 @@ class QuizEnv:
         raise NotImplementedError("a QuizEnv subclass draws its questions in questions(rng)")
 
     def reset(self, seed=None, options=None):
-        self.asked = [(str(q), a) for q, a in self.questions(random.Random(seed))]
+        nudge = options.get(NUDGE_OPTION) if isinstance(options, dict) else None
+        rng = random.Random(seed) if nudge is None else NudgedRandom(seed, nudge)
+        self.asked = [(str(q), a) for q, a in self.questions(rng)]
         if not self.asked:
             raise ValueError("questions(rng) returned no questions")
         self.turn = 0
-        return self._ask(0), {}
+        return self._ask(0), ({} if nudge is None else {"draws": rng.draws})
 
     def _ask(self, i):
         return f"{self.asked[i][0]} Answer as \\boxed{{...}}."
