@@ -1,0 +1,18 @@
+from spade_env import QuizEnv
+
+WORDS = ["river", "mountain", "valley", "forest", "meadow", "canyon", "island", "desert", "glacier", "harbor"]
+
+
+class LetterTotalEnv(QuizEnv):
+    """The total number of letters in a few words.
+
+    Two to four words are shown and the agent must give how many letters they
+    have in all."""
+
+    def questions(self, rng):
+        shown = rng.sample(WORDS, rng.randint(2, 4))
+        return [(f"How many letters do these words have in all: {', '.join(shown)}?",
+                 str(sum(len(w) for w in shown)))]
+
+    def hint(self):
+        return "Count each word's letters on its own, then add the counts up."

@@ -1,0 +1,18 @@
+from spade_env import QuizEnv
+
+WORDS = ["listen", "silent", "stone", "notes", "heart", "earth", "night", "thing", "below", "elbow"]
+
+
+class SortedLettersEnv(QuizEnv):
+    """The letters of a word in alphabetical order.
+
+    One word is shown and the agent must write all of its letters sorted from a
+    to z."""
+
+    def questions(self, rng):
+        word = rng.choice(WORDS)
+        return [(f"Write the letters of the word '{word}' in alphabetical order, as one word.",
+                 "".join(sorted(word)))]
+
+    def hint(self):
+        return "Find the earliest letter of the alphabet first, write it, and repeat."
