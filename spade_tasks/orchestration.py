@@ -78,6 +78,11 @@ def transient(state) -> bool:
     return False
 
 
+SERVER_STARTUP_S = 180
+"""The least time a temporary Prefect server is given to answer (a larger
+``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS`` wins)."""
+
+
 @contextmanager
 def prefect_api():
     """The Prefect API this process and its task workers report to: ``PREFECT_API_URL``
@@ -89,10 +94,16 @@ def prefect_api():
         return
     # Prefect's server stack is imported only when a temporary server is started.
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import (PREFECT_API_URL,
+                                  PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+                                  temporary_settings)
 
     server = SubprocessASGIServer()
-    server.start()
+    # The first start in a new home creates and migrates Prefect's database, which on 2
+    # busy cores outlasts Prefect's 20 s default ("Timed out while attempting to connect
+    # to ephemeral Prefect API server"); a longer wait costs nothing when it starts fast.
+    server.start(timeout=max(SERVER_STARTUP_S,
+                             PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             yield server.api_url

@@ -258,3 +258,27 @@ def test_served_deployment_runs_a_generation(tmp_path):
                 p.kill()
     c = counts(tmp_path / "runs/served/spade.duckdb")
     assert c["generations"] == 1 and c["episodes"] > 0 and c["train_steps"] == 1
+
+
+def test_temporary_prefect_server_gets_time_for_its_first_start(monkeypatch):
+    """A plain `spade run` in a new home timed out after Prefect's 20 s default while
+    the server migrated its database (learn-s11's first try, 2 busy cores); the wait is
+    at least SERVER_STARTUP_S, or the user's larger setting."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import (PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+                                  temporary_settings)
+
+    from spade_tasks import orchestration
+
+    waits = []
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(SubprocessASGIServer, "start",
+                        lambda self, timeout=None: waits.append(timeout))
+    monkeypatch.setattr(SubprocessASGIServer, "stop", lambda self: None)
+    monkeypatch.setattr(orchestration, "_drain_prefect_workers", lambda: None)
+    with orchestration.prefect_api() as url:
+        assert url.startswith("http://127.0.0.1:")
+    with temporary_settings({PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 600}):
+        with orchestration.prefect_api():
+            pass
+    assert waits == [orchestration.SERVER_STARTUP_S, 600]
