@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -161,6 +162,16 @@ def empty_policy(ep: Episode, obs: str) -> str:
 
 def echo_policy(ep: Episode, obs: str) -> str:
     return obs
+
+
+QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"")
+
+
+def quoted_policy(ep: Episode, obs: str) -> str:
+    """Boxes the first text the observation puts in quotes: a task that names its own
+    answer ("Spell out the word 'crane'") is solved without working anything out."""
+    m = QUOTED.search(obs)
+    return "\\boxed{" + (m.group(1) or m.group(2)) + "}" if m else ""
 
 
 def constant_policy(text: str) -> Policy:
@@ -345,7 +356,7 @@ class Ctx:
         """The named player's episode on ``seed``, played once per validation.
 
         Players: ``oracle``; ``empty`` (empty text); ``echo`` (repeats the observation);
-        ``repeat_first`` (another seed's first oracle action, every turn) and
+        ``quoted`` (boxes the observation's first quoted text); ``repeat_first`` (another seed's first oracle action, every turn) and
         ``other_oracle`` (another seed's oracle actions): well-formed but uninformed."""
         key = (name, seed)
         if key not in self.episodes:
@@ -355,6 +366,8 @@ class Ctx:
                 policy = empty_policy
             elif name == "echo":
                 policy = echo_policy
+            elif name == "quoted":
+                policy = quoted_policy
             elif name == "oracle_replay":  # the oracle's actions, without calling oracle()
                 policy = replay_policy(self.episode("oracle", seed).actions)
             else:
@@ -755,13 +768,13 @@ borrowed oracle play blindly restacks one seed's four disks). Of the wrapped Rea
 Gym programs (the fixed pool) the best is 0.333 (letter_counting: a repeated count is
 right on one seed). A design that pays for any well-formed answer sits at 0.5 or more. The mean, not the worst episode, because a
 small puzzle may fall to one lucky sequence."""
-FLOOR_PLAYERS = ("empty", "echo", "repeat_first", "other_oracle")
+FLOOR_PLAYERS = ("empty", "echo", "quoted", "repeat_first", "other_oracle")
 
 
 def check_floor_gap(ctx: Ctx) -> list[str]:
-    """Uninformed players (empty text, echoing, another seed's first oracle action
-    repeated, another seed's whole oracle play) stay FLOOR_MARGIN below the maximum on
-    average over the validation seeds."""
+    """Uninformed players (empty text, echoing, the observation's first quoted text,
+    another seed's first oracle action repeated, another seed's whole oracle play) stay
+    FLOOR_MARGIN below the maximum on average over the validation seeds."""
     ceiling = SOLVED - FLOOR_MARGIN
     means: dict[str, list[float]] = {}
     for name in FLOOR_PLAYERS:

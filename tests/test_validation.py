@@ -331,6 +331,9 @@ QUIZ_GAMING = {
     "hint_leak": QUIZ.replace('return "Add the tens, then the ones."', "return self.asked[0][1]"),
     # a constant answer whatever the seed
     "seed_ignored": QUIZ.replace("rng.randint(10, 99), rng.randint(10, 99)", "20, 22"),
+    # the question names its own answer (learn-s11: "Spell out the word 'X'", answer X):
+    # the player that boxes the first quoted text wins
+    "floor_gap": QUIZ.replace('f"What is {a} + {b}?"', 'f"Write \'{a + b}\', the sum."'),
     # the question does not show what it asks about: the same text needs other answers
     "answer_determined": QUIZ.replace('f"What is {a} + {b}?"',
                                       'f"What is {a % 2} + the number I picked?"'),
