@@ -325,6 +325,7 @@ def game_shape(source: str) -> tuple[str, ...] | None:
         tree = ast.parse(without_data(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    _drop_uncalled_quiz_methods(tree)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list):
@@ -352,6 +353,28 @@ def game_shape(source: str) -> tuple[str, ...] | None:
                 id(node) in told or any(c.isspace() for c in node.value.strip())):
             node.value = " "
     return tuple(_code_tokens(ast.unparse(tree)))
+
+
+_QUIZ_CALLED = frozenset({"questions", "hint", "reset", "step", "oracle"})
+"""The methods of a ``QuizEnv`` subclass that its base class or the harness calls."""
+
+
+def _drop_uncalled_quiz_methods(tree: ast.Module) -> None:
+    """Drop, in place, the methods of a ``QuizEnv`` subclass that nothing calls: code no
+    episode runs makes no new game (learn-s11 accepted ``first_letters.py`` with its
+    question reworded and an unused method added). Only in a quiz, whose base calls
+    nothing but ``_QUIZ_CALLED``; other bases may find methods by name (tools)."""
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} | {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef) or not any(
+                (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) == "QuizEnv"
+                for b in cls.bases):
+            continue
+        cls.body = [b for b in cls.body if not (
+            isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and b.name not in _QUIZ_CALLED and not b.name.startswith("__")
+            and b.name not in used)] or [ast.Pass()]
 
 
 def _emptied(node: ast.expr) -> ast.expr:

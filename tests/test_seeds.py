@@ -75,6 +75,9 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     (("Two words are shown", "A pair of words is shown"), True),  # docstring
     (("Compare initial letters; break ties on subsequent letters.", "Look at letters."), True),
     (("FirstAlphabeticalEnv", "WordOrderEnv"), True),  # class name
+    # a method nothing calls (learn-s11: `first_letters.py` reworded, plus a `tourney`)
+    (("    def hint(self):", "    def spare(self, w):\n        return w[0]\n\n    def hint(self):"),
+     True),
     (("rng.sample(WORDS, 2)", "rng.sample(WORDS, 3)"), True),  # a count (numbers masked)
     # the question reworded, the same answer computed (learn-s7's first accepted design
     # was a seed whose question had a sentence added)
@@ -95,3 +98,23 @@ def test_same_game_rule_sees_through_retelling_only(change, same):
     old, new = change
     assert old in seed
     assert (game_shape(seed.replace(old, new)) == game_shape(seed)) == same
+
+
+def test_same_game_rule_keeps_the_helpers_a_quiz_calls():
+    """Only methods nothing calls are dropped: a helper ``questions`` calls computes the
+    answer, so helpers that compute other answers make other games."""
+    from spade_tasks.memory import game_shape
+
+    seed = (Path("environments_store/seeds_small") / "first_alphabetical.py").read_text()
+    called = seed.replace('min(shown) if which == "first"', 'self.pick(shown) if which == "first"')
+    assert called != seed
+
+    def with_pick(source, body):
+        return source.replace("    def hint(self):",
+                              f"    def pick(self, shown):\n        return {body}\n\n"
+                              "    def hint(self):")
+
+    assert game_shape(with_pick(called, "min(shown)")) != game_shape(
+        with_pick(called, "min(shown, key=len)"))
+    assert game_shape(with_pick(seed, "min(shown)")) == game_shape(
+        with_pick(seed, "min(shown, key=len)")) == game_shape(seed)
