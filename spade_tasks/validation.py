@@ -356,8 +356,9 @@ class Ctx:
         """The named player's episode on ``seed``, played once per validation.
 
         Players: ``oracle``; ``empty`` (empty text); ``echo`` (repeats the observation);
-        ``quoted`` (boxes the observation's first quoted text); ``repeat_first`` (another seed's first oracle action, every turn) and
-        ``other_oracle`` (another seed's oracle actions): well-formed but uninformed."""
+        ``quoted`` (boxes the observation's first quoted text); ``repeat_first``
+        (another seed's first oracle action, every turn) and ``other_oracle`` (another
+        seed's oracle actions): well-formed but uninformed."""
         key = (name, seed)
         if key not in self.episodes:
             if name == "oracle":
