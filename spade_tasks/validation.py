@@ -67,10 +67,12 @@ def capped_return(total: float) -> float:
 
 @dataclass
 class Static:
-    """What the static checks learned: the environment class, if exactly one."""
+    """What the static checks learned: the environment class, if exactly one, and the
+    names of its bases."""
 
     tree: ast.Module | None = None
     class_name: str | None = None
+    bases: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -281,8 +283,8 @@ def check_env_class(source: str, st: Static) -> list[str]:
                 f"(found {found})"]
     cls = classes[0]
     st.class_name = cls.name
+    st.bases = bases = frozenset(_base_names(cls))
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    bases = _base_names(cls)
     inherited = {"reset", "step"} if bases & FULL_BASES else {"step"} if bases & TOOL_BASES else set()
     missing = [m for m in ("reset", "step") if m not in methods and m not in inherited]
     if missing:
@@ -322,6 +324,8 @@ class Ctx:
     source: str
     class_name: str
     cfg: ValidationConfig
+    bases: frozenset[str] = frozenset()
+    """The environment class's base names, as ``env_class`` read them."""
     meta: ProgramMeta | None = None
     allow_unverified: bool = False
     """A program from a fixed pool that opted out of ``oracle_missing``."""
@@ -637,12 +641,7 @@ Task = tuple[int, int | None]
 def _is_quiz(ctx: Ctx) -> bool:
     """Whether the program's class subclasses ``QuizEnv``, where each question stands
     alone and its text must decide its answer."""
-    try:
-        tree = ast.parse(ctx.source)
-    except (SyntaxError, ValueError):
-        return False
-    return any("QuizEnv" in _base_names(c) for c in _env_classes(tree)
-               if c.name == ctx.class_name)
+    return "QuizEnv" in ctx.bases
 
 
 def _task_options(task: Task) -> dict | None:
@@ -954,7 +953,7 @@ def validate_source(source: str, sandbox: Sandbox, cfg: ValidationConfig | None 
             if not run_all:
                 break
         if name == "env_class":
-            ctx.class_name = st.class_name
+            ctx.class_name, ctx.bases = st.class_name, st.bases
     fingerprint = behaviour_fingerprint(reference_episodes(ctx)) if not reasons else None
     return Report(path, not reasons, reasons, sandbox.tier, st.class_name, ctx.meta, results,
                   fingerprint)
