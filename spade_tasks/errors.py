@@ -25,6 +25,10 @@ class ModelLoadError(UserError):
     """A model name or path cannot be resolved or loaded."""
 
 
+class PrefectUnavailable(SpadeError):
+    """No Prefect API to report to: the temporary server did not answer in time."""
+
+
 class RewardError(SpadeError):
     """A reward or advantage was asked of inconsistent episode data (a caller's bug)."""
 

@@ -19,7 +19,7 @@ from prefect.exceptions import MissingContextError
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from spade_tasks.config import Config
-from spade_tasks.errors import UserError
+from spade_tasks.errors import PrefectUnavailable, UserError
 from spade_tasks.records import Record
 from spade_tasks.runtime import Runtime
 
@@ -102,8 +102,16 @@ def prefect_api():
     # The first start in a new home creates and migrates Prefect's database, which on 2
     # busy cores outlasts Prefect's 20 s default ("Timed out while attempting to connect
     # to ephemeral Prefect API server"); a longer wait costs nothing when it starts fast.
-    server.start(timeout=max(SERVER_STARTUP_S,
-                             PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
+    wait = max(SERVER_STARTUP_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    try:
+        server.start(timeout=wait)
+    except RuntimeError as e:  # Prefect's only signal that the server never answered
+        # Its message goes on with the server's whole output: the first line says enough.
+        first = (str(e).splitlines() or [""])[0][:200]
+        raise PrefectUnavailable(
+            f"the temporary Prefect server did not answer within {wait:.0f} s ({first}); "
+            "start one (`prefect server start`) and set PREFECT_API_URL, or raise "
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") from e
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             yield server.api_url

@@ -282,3 +282,24 @@ def test_temporary_prefect_server_gets_time_for_its_first_start(monkeypatch):
         with orchestration.prefect_api():
             pass
     assert waits == [orchestration.SERVER_STARTUP_S, 600]
+
+
+def test_a_prefect_server_that_never_answers_is_one_line_naming_the_way_out(monkeypatch):
+    """A server starved of CPU (a niced `spade run` beside a busy one) timed out with
+    Prefect's traceback and the server's whole output; it is one line now."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    from spade_tasks import orchestration
+    from spade_tasks.errors import PrefectUnavailable
+
+    def never_answers(self, timeout=None):
+        raise RuntimeError("Timed out while attempting to connect to ephemeral Prefect API "
+                           "server. stdout: migrating\nstill migrating")
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(SubprocessASGIServer, "start", never_answers)
+    with pytest.raises(PrefectUnavailable) as err:
+        with orchestration.prefect_api():
+            pytest.fail("no API, yet the body ran")
+    text = str(err.value)
+    assert "\n" not in text and "PREFECT_API_URL" in text and "180 s" in text, text
