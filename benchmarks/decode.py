@@ -11,7 +11,7 @@ steps per second.
 
 Rows: ``transformers`` is the backend as configured by default (for Llama models, the
 written-out decode step of ``llm/cpu/decode.py``, its matmuls through the packed kernel
-of ``llm/cpu/linear.py`` on AVX-512 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
+of ``llm/cpu/linear.py`` on AVX-512 and AVX2 CPUs); ``tf-mkl`` the same step with MKL's matmuls;
 ``tf-forward`` the same backend and weights calling the model's own forward at each
 step; ``hf.generate`` batched ``model.generate``; ``vllm`` where it is installed;
 ``llama.cpp`` one stream of the GGUF file where ``llama-cpp-python`` is installed

@@ -89,7 +89,7 @@ class ModelConfig(_Section):
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     """vLLM on GPUs: GPUs one engine spreads each layer over."""
     decode_kernel: bool = True
-    """transformers backend on CPUs with AVX-512, with ``fast_decode``: that decode step
+    """transformers backend on CPUs with AVX-512 or AVX2, with ``fast_decode``: that decode step
     multiplies by weights, and by a prompt prefix every row shares, packed for small
     batches (``spade_tasks/llm/cpu/linear.py``; faster than MKL's matmuls at a few rows,
     for a second copy of the weights in memory; docs/cpu-inference.md) instead of

@@ -7,11 +7,11 @@ import torch.nn.functional as F
 from spade_tasks.llm.cpu.linear import MAX_ROWS, MIN_ROWS, PackedLinear, load_kernel
 
 kernel = load_kernel()
-needs_kernel = pytest.mark.skipif(kernel is None, reason="no AVX-512 CPU or no C++ compiler here")
+needs_kernel = pytest.mark.skipif(kernel is None, reason="no AVX-512 or AVX2 CPU, or no C++ compiler here")
 
 
 @needs_kernel
-@pytest.mark.parametrize("rows", [MIN_ROWS, 3, 7, 16, 17, MAX_ROWS])
+@pytest.mark.parametrize("rows", [MIN_ROWS, 3, 6, 7, 13, 16, 17, MAX_ROWS])
 def test_kernel_equals_f_linear(rows):
     torch.manual_seed(rows)
     x, w = torch.randn(rows, 37), torch.randn(48, 37)  # an odd width, three strips
@@ -67,10 +67,10 @@ def test_training_gradients_flow_through_f_linear():
     assert x.grad is not None and w.grad is not None
 
 
-def test_without_avx512_or_a_working_build_the_decoder_keeps_f_linear(monkeypatch, caplog):
+def test_without_avx512_avx2_or_a_working_build_the_decoder_keeps_f_linear(monkeypatch, caplog):
     from spade_tasks.llm.cpu import linear as cpu_linear
 
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
     assert cpu_linear.load_kernel.__wrapped__() is None
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
 

@@ -5,7 +5,7 @@ in thousands of small operations and module calls (mask building, cache bookkeep
 ``rotate_half``'s slices and concatenation, hooks, output objects). This step does the
 same arithmetic in about 25 operations per layer, reading the model's own parameters at
 each call (so a weight reload is seen at once). Its matmuls go through ``linear``: on
-AVX-512 CPUs the backend passes the packed small-batch kernel of ``linear.py``, which
+AVX-512 and AVX2 CPUs the backend passes the packed small-batch kernel of ``linear.py``, which
 keeps a packed copy of each weight and packs it again when the weight changes. Prefill
 stays on the Hugging Face forward, where those costs are spread over many positions.
 Measurements: ``docs/cpu-inference.md`` and ``benchmarks/decode.py``.

@@ -9,8 +9,9 @@ contiguous memory and every weight loaded serves all rows. Measurements:
 
 The kernel is built on first use with the C++ compiler that DeepSpeed's ops need too
 (``torch.utils.cpp_extension``, cached in ``~/.cache/torch_extensions``; ``make setup``
-builds it). Where it cannot run (no AVX-512, no compiler, a build error) the decoder
-keeps ``F.linear`` and a warning says why, once.
+builds it), for AVX-512 or AVX2 with FMA, whichever torch finds. Where it cannot run
+(neither, no compiler, a build error) the decoder keeps ``F.linear`` and a warning says
+why, once.
 
 Packing costs a second copy of the weights in memory. A packed copy is redone when its
 weight changes: the weight's in-place version counter or storage moved since it was
@@ -38,6 +39,9 @@ MIN_ROWS, MAX_ROWS = 2, 32
 
 
 NAME = "spade_small_batch_linear"
+# The kernel's instruction sets, by torch's name for the CPU's: the flags it is built
+# with, and a build of its own for each (a home folder shared by two machine kinds).
+ISA_FLAGS = {"AVX512": ["-mavx512f", "-mfma"], "AVX2": ["-mavx2", "-mfma"]}
 STALE_LOCK_S = 600  # a build takes a minute or two; a lock this old has no builder left
 
 
@@ -59,15 +63,17 @@ def _remove_stale_build_lock(name: str) -> None:
 def load_kernel():
     """The compiled kernel module, or None where it cannot run here (logged once)."""
     capability = torch.backends.cpu.get_cpu_capability()
-    if capability != "AVX512":
-        log.info("small-batch linear kernel off: CPU capability %s, not AVX512", capability)
+    if capability not in ISA_FLAGS:
+        log.info("small-batch linear kernel off: CPU capability %s, neither AVX512 nor AVX2",
+                 capability)
         return None
+    name = f"{NAME}_{capability.lower()}"
     try:
         from torch.utils.cpp_extension import load
 
-        _remove_stale_build_lock(NAME)
-        return load(name=NAME, sources=[str(SOURCE)],
-                    extra_cflags=["-O3", "-mavx512f", "-mfma", "-fopenmp"], verbose=False)
+        _remove_stale_build_lock(name)
+        return load(name=name, sources=[str(SOURCE)],
+                    extra_cflags=["-O3", *ISA_FLAGS[capability], "-fopenmp"], verbose=False)
     except Exception as e:  # no compiler, no ninja, a failed build: MKL stays in use
         log.warning("small-batch linear kernel unavailable, decoding with MKL: %s",
                     str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__)

@@ -3,9 +3,12 @@
 // MKL's sgemm streams the weights far more slowly for a few rows of x than for one.
 // Here W is packed once into strips of 16 output columns, each strip a contiguous
 // (K, 16) block, so every thread streams contiguous memory with a software prefetch,
-// and every weight vector loaded serves all rows of x (up to 16, one AVX-512 register
-// of accumulators per row). See spade_tasks/llm/cpu/linear.py for when it is used and
-// docs/cpu-inference.md for the measurements.
+// and every weight vector loaded serves several rows of x. With AVX-512 a strip is one
+// register and up to 16 rows' accumulators fit in the 32 registers; with AVX2 (16
+// registers of 8 floats) a strip is two, so 6 rows fit, and the next 6 rows read the
+// strip again from cache (a strip is at most K * 64 bytes: 98 KB here). See
+// spade_tasks/llm/cpu/linear.py for when it is used and docs/cpu-inference.md for the
+// measurements.
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -16,8 +19,11 @@
 
 namespace {
 
-constexpr int64_t kStrip = 16;         // output columns per strip: one AVX-512 register
+constexpr int64_t kStrip = 16;         // output columns per strip
 constexpr int64_t kPrefetch = 1024;    // floats ahead of the current row of a strip (4 KB)
+
+#if defined(__AVX512F__)
+constexpr int kRowsPerPass = 16;       // one AVX-512 register of accumulators per row
 
 // Rows [0, R) of x against one strip: out[r, 0:16] = sum_k x[r, k] * strip[k, 0:16].
 template <int R>
@@ -35,6 +41,35 @@ inline void strip_rows(const float* x, int64_t ldx, const float* strip, int64_t 
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(out + r * ldo, acc[r]);
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+// Two registers of accumulators per row: 6 rows take 12 of the 16, the strip's two
+// halves and the broadcast row value the rest.
+constexpr int kRowsPerPass = 6;
+
+template <int R>
+inline void strip_rows(const float* x, int64_t ldx, const float* strip, int64_t K,
+                       float* out, int64_t ldo) {
+  __m256 lo[R], hi[R];
+  for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const float* w = strip + k * kStrip;
+    _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetch), _MM_HINT_T0);
+    const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_broadcast_ss(x + r * ldx + k);
+      lo[r] = _mm256_fmadd_ps(xv, w0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(xv, w1, hi[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(out + r * ldo, lo[r]);
+    _mm256_storeu_ps(out + r * ldo + 8, hi[r]);
+  }
+}
+#else
+#error "small_batch_linear needs AVX-512 or AVX2 with FMA (see linear.py's build flags)"
+#endif
 
 using StripFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t);
 
@@ -43,7 +78,7 @@ constexpr std::array<StripFn, sizeof...(R)> strip_table(std::integer_sequence<in
   return {&strip_rows<R + 1>...};
 }
 
-const auto kStripFns = strip_table(std::make_integer_sequence<int, 16>{});
+const auto kStripFns = strip_table(std::make_integer_sequence<int, kRowsPerPass>{});
 
 }  // namespace
 
@@ -62,14 +97,14 @@ torch::Tensor packed_bmm(const torch::Tensor& x, const torch::Tensor& packed) {
   const float* X = x.data_ptr<float>();
   const float* P = packed.data_ptr<float>();
   float* Y = y.data_ptr<float>();
-  // One task per (group, strip): each streams its strip once for all rows.
+  // One task per (group, strip): each streams its strip from memory once for all rows.
   at::parallel_for(0, G * strips, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t g = t / strips, s = t % strips;
       const float* xg = X + g * M * K;
       float* yg = Y + g * M * N;
-      for (int64_t m = 0; m < M; m += 16) {
-        const int64_t rows = std::min<int64_t>(16, M - m);
+      for (int64_t m = 0; m < M; m += kRowsPerPass) {
+        const int64_t rows = std::min<int64_t>(kRowsPerPass, M - m);
         kStripFns[rows - 1](xg + m * K, K, P + t * K * kStrip, K, yg + m * N + s * kStrip, N);
       }
     }
