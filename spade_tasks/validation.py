@@ -739,6 +739,58 @@ def check_answer_determined(ctx: Ctx) -> list[str]:
     return []
 
 
+_WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def check_answer_given(ctx: Ctx) -> list[str]:
+    """Where the first observation must decide the first answer (as for
+    ``answer_determined``), the answer is not always the same word of the question.
+    Over ``ANSWER_SEEDS`` resets, if one place in the question's words (the k-th, or the
+    k-th from the end) holds the oracle's one-word answer on every seed, a player that
+    copies that word wins every game without doing the task. ``floor_gap``'s quoted
+    player finds such an answer only in quotes: learn-s12 accepted "Which of these
+    words is X in the list?" (answer X) and "First word: X. Which one follows?". A game
+    whose answer moves (a word picked from a shuffled list) passes: over 64 seeds no
+    place holds it every time."""
+    if not ctx.meta.has_oracle:
+        raise Skipped("no oracle: nothing says which answer a task needs")
+    if not (ctx.max_turns == 1 or _is_quiz(ctx)):
+        raise Skipped("feedback may reveal what the first observation hides")
+    places: set[int] | None = None
+    example = ""
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
+        if not ep.load_result.ok:
+            return [f"load: {ep.load_result.error}"]
+        for seed in range(ANSWER_SEEDS):
+            r = ep.reset(seed)
+            o = ep.oracle() if r.ok else r
+            if not o.ok:
+                return [_fault("answer_given", Played(seed, error=o.error),
+                               f"{'reset' if not r.ok else 'oracle'} on seed {seed}")]
+            answer, words = answer_of(str(o.value)).lower(), _words(str(r.value[0]))
+            if _words(answer) != [answer]:
+                places = set()  # not one word: no place holds it
+                break
+            here = {i for i, w in enumerate(words) if w == answer}
+            here |= {i - len(words) for i in here}  # the same places counted from the end
+            places = here if places is None else places & here
+            example = example or f"{_short(str(r.value[0]))} -> {answer!r}"
+            if not places:
+                break
+    if places:
+        k = min(places, key=abs)
+        where = f"word {k + 1}" if k >= 0 else f"word {-k} from the end"
+        return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
+                f"{where} of the task text (seed 0: {example}); a player that copies that "
+                "word wins without doing the task"]
+    ctx.notes["answer_given"] = "no place in the task text holds the answer on every seed"
+    return []
+
+
 def _short(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
@@ -903,7 +955,8 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
-                  check_answer_determined, check_non_trivial, check_floor_gap,
+                  check_answer_determined, check_answer_given, check_non_trivial,
+                  check_floor_gap,
                   check_reward_well_formed, check_hint, check_hint_leak,
                   check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})

@@ -332,11 +332,16 @@ QUIZ_GAMING = {
     # a constant answer whatever the seed
     "seed_ignored": QUIZ.replace("rng.randint(10, 99), rng.randint(10, 99)", "20, 22"),
     # the question names its own answer (learn-s11: "Spell out the word 'X'", answer X):
-    # the player that boxes the first quoted text wins
-    "floor_gap": QUIZ.replace('f"What is {a} + {b}?"', 'f"Write \'{a + b}\', the sum."'),
+    # the player that boxes the first quoted text wins (here at a place that moves, which
+    # answer_given, before it, would find otherwise)
+    "floor_gap": QUIZ.replace('f"What is {a} + {b}?"',
+                           'f"{\'So, \' * (a % 3)}write \'{a + b}\'{\' now\' * (b % 3)}."'),
     # the question does not show what it asks about: the same text needs other answers
     "answer_determined": QUIZ.replace('f"What is {a} + {b}?"',
                                       'f"What is {a % 2} + the number I picked?"'),
+    # the question names its answer, unquoted, always at the same place (learn-s12:
+    # "Which of these words is X in the list?", answer X)
+    "answer_given": QUIZ.replace('f"What is {a} + {b}?"', 'f"Which number is {a + b}: {a}, {b}?"'),
 }
 
 ANY_EVEN = textwrap.dedent(r"""
@@ -406,6 +411,21 @@ def test_answer_determined_finds_a_coin_flip_answer_under_questions_that_never_r
     (check,) = [c for c in report.checks if c.name == "answer_determined"]
     assert check.status == "pass", check.detail
     assert "with a draw changed" in check.detail and "(0 with" not in check.detail
+
+
+def test_answer_given_passes_an_answer_shown_at_a_place_that_moves(sandbox, cfg):
+    """The larger of two shown numbers is in the text, but not at one place on every
+    seed: copying a fixed word does not win."""
+    larger = QUIZ.replace('f"What is {a} + {b}?", str(a + b)', 'f"Which is larger: {a} or {b}?", str(max(a, b))')
+    report = validate_source(larger, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_given"]
+    assert check.status == "pass", check.detail
+    assert report.accepted, report.reasons
+    # the same game asked about the later number only: always the last word but one
+    last = larger.replace("str(max(a, b))", "str(b)")
+    report = validate_source(last, sandbox, cfg)
+    assert report.reasons[0].startswith("answer_given:"), report.reasons
+    assert "word 4 from the end" in report.reasons[0], report.reasons  # before "Answer as ..."
 
 
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
