@@ -956,8 +956,7 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_answer_determined, check_answer_given, check_non_trivial,
-                  check_floor_gap,
-                  check_reward_well_formed, check_hint, check_hint_leak,
+                  check_floor_gap, check_reward_well_formed, check_hint, check_hint_leak,
                   check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""
