@@ -644,6 +644,18 @@ def _is_quiz(ctx: Ctx) -> bool:
     return "QuizEnv" in ctx.bases
 
 
+def _first_task_decides(ctx: Ctx) -> None:
+    """Skip a check of first task against first answer (``answer_determined``,
+    ``answer_given``) where there is no oracle answer, or where the first observation
+    need not decide the answer: a one-turn game reveals nothing before its one answer,
+    but in other games than a quiz feedback may reveal what the first observation hides
+    (guess the hidden word)."""
+    if not ctx.meta.has_oracle:
+        raise Skipped("no oracle: nothing says which answer a task needs")
+    if not (ctx.max_turns == 1 or _is_quiz(ctx)):
+        raise Skipped("feedback may reveal what the first observation hides")
+
+
 def _task_options(task: Task) -> dict | None:
     return None if task[1] is None else {NUDGE_OPTION: task[1]}
 
@@ -685,13 +697,8 @@ def check_answer_determined(ctx: Ctx) -> list[str]:
     is an answer drawn by a coin flip the text never shows, which the changed draws
     find even when no two seeds ask the same question. A changed draw that makes the
     program fail is passed over: it is not a seed any episode will play."""
-    if not ctx.meta.has_oracle:
-        raise Skipped("no oracle: nothing says which answer a task needs")
-    # A one-turn game reveals nothing before its one answer; in other games than a quiz
-    # feedback may reveal what the first observation hides (guess the hidden word).
+    _first_task_decides(ctx)
     quiz = _is_quiz(ctx)
-    if not (ctx.max_turns == 1 or quiz):
-        raise Skipped("feedback may reveal what the first observation hides")
     seen: dict[str, tuple[Task, str]] = {}
     pairs = nudged = 0
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
@@ -756,10 +763,7 @@ def check_answer_given(ctx: Ctx) -> list[str]:
     words is X in the list?" (answer X) and "First word: X. Which one follows?". A game
     whose answer moves (a word picked from a shuffled list) passes: over 64 seeds no
     place holds it every time."""
-    if not ctx.meta.has_oracle:
-        raise Skipped("no oracle: nothing says which answer a task needs")
-    if not (ctx.max_turns == 1 or _is_quiz(ctx)):
-        raise Skipped("feedback may reveal what the first observation hides")
+    _first_task_decides(ctx)
     places: set[int] | None = None
     example = ""
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
