@@ -267,7 +267,7 @@ def test_spade_design_records_what_a_flow_generation_records(tmp_path):
 def test_real_model_designs_are_recorded(tmp_path, monkeypatch):
     """The embedded model writes 2 designs end to end; rows exist accepted or not."""
     monkeypatch.chdir(tmp_path)
-    cfg = Config(model=ModelConfig(max_new_tokens=64, dtype="bfloat16"),
+    cfg = Config(model=ModelConfig(max_new_tokens=64),
                  designer=DesignerConfig(max_new_tokens=64),
                  corpus=CorpusConfig(source="embedded:news", max_words=60),
                  memory=MemoryConfig(enabled=False))

@@ -104,12 +104,21 @@ def kill_when(config: Path, cwd: Path, *, marker: str | None = None, delay: floa
     return text
 
 
-def test_two_generations_end_to_end(tmp_path):
+@pytest.fixture(scope="module")
+def first_generation(tmp_path_factory):
+    """Generation 0 of a run, uninterrupted: the end-to-end test goes on from it and the
+    resume test compares against it (one real generation fewer to wait for)."""
+    tmp_path = tmp_path_factory.mktemp("e2e")
     config = tiny_config(tmp_path, "e2e")
     out = run_to_end(config, tmp_path)
+    db = tmp_path / "runs/e2e/spade.duckdb"
+    return config, tmp_path, out, counts(db), _took_step(db)
+
+
+def test_two_generations_end_to_end(first_generation):
+    config, tmp_path, out, c, _ = first_generation
     assert "generation 0 of run e2e" in out, out[-3000:]
     db = tmp_path / "runs/e2e/spade.duckdb"
-    c = counts(db)
     for table in TABLES:
         assert c[table] > 0, (table, c)
 
@@ -172,10 +181,10 @@ def test_generation_with_ray_task_runner(tmp_path):
     assert c["validations"] == c["designs"] == 2 and c["episodes"] > 0
 
 
-def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
-    ref_cfg = tiny_config(tmp_path, "reference")
-    run_to_end(ref_cfg, tmp_path)
-    reference = counts(tmp_path / "runs/reference/spade.duckdb")
+def test_resume_after_kill_matches_uninterrupted_run(tmp_path, first_generation):
+    # The reference: the same config's generation 0 run without a kill (the fixture's
+    # counts were taken before the end-to-end test ran its generation 1).
+    _, _, _, reference, reference_took_step = first_generation
 
     cfg = tiny_config(tmp_path, "resumed")
     # Mid-rollout: the stage takes about 10 s here (sandbox workers and decoding).
@@ -184,7 +193,7 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     # Mid-training: while the checkpoint is being written, the riskiest moment for a
     # half-written file. The tiny model often gives every sample a zero advantage, and
     # then no step is taken and nothing written: kill as the stage starts instead.
-    if reference["train_steps"] and _took_step(tmp_path / "runs/reference/spade.duckdb"):
+    if reference["train_steps"] and reference_took_step:
         out = kill_when(cfg, tmp_path, path=tmp_path / "runs/resumed/checkpoints/gen-0000.tmp")
     else:
         out = kill_when(cfg, tmp_path, marker="train_step: started")
