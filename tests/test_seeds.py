@@ -1,5 +1,6 @@
 """Every hand-written seed environment satisfies the contract and its oracle solves it."""
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,6 @@ def test_small_seeds_stay_valid_with_words_from_documents(sandbox):
     from spade_tasks.config import CorpusConfig
     from spade_tasks.corpus import draw_documents
     from spade_tasks.warmstart import ground_in_document
-
-    from concurrent.futures import ThreadPoolExecutor
 
     assert len(SMALL) >= 12
     docs = draw_documents(len(SMALL), 5, CorpusConfig(max_words=80))
