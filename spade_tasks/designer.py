@@ -20,7 +20,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from spade_tasks import progress
+from spade_tasks import progress, pysyntax
 from spade_tasks.config import Config, MemoryConfig, ValidationConfig
 from spade_tasks.corpus import Document, documents_of
 from spade_tasks.environments import (STORE_ROOT, EnvRecord, class_doc, env_id_of,
@@ -146,7 +146,7 @@ def _looks_like_env(code: str) -> bool:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pysyntax.parse(code)
     except (SyntaxError, ValueError):  # ValueError: null bytes
         return False
     return True
@@ -225,7 +225,7 @@ def pool_only_reason(source: str) -> str | None:
     (``reasoning_gym`` or ``spade_env.ReasoningGymEnv``); None otherwise, and for programs
     that do not parse (the validator names that)."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except (SyntaxError, ValueError):
         return None
     used = set()

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spade_tasks import pysyntax
 from spade_tasks.sandbox import ProgramMeta
 from spade_tasks.store import Store, queries
 
@@ -63,7 +64,7 @@ def class_doc(source: str) -> str:
     """The docstring of a program's first class, read from its text alone (no sandbox);
     "" when it has none or does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except SyntaxError:
         return ""
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spade_tasks import pysyntax
 from spade_tasks.errors import UserError
 
 INJECTED_MODULES = ("json", "math", "random", "re")
@@ -101,7 +102,7 @@ class _Edits:
 
 def _parse(text: str, path: str) -> ast.Module:
     try:
-        return ast.parse(text)
+        return pysyntax.parse(text)
     except SyntaxError as e:
         raise ImportFormatError(f"{path}: line {e.lineno}: {e.msg}") from None
 

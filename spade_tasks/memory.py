@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spade_tasks import pysyntax
 from spade_tasks.config import MemoryConfig, ValidationConfig
 from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_record,
                                       record_from_meta, save_record, seed_paths)
@@ -293,7 +294,7 @@ def without_data(source: str) -> str:
     over another word list is the same game: a designer must not pass a copy of a known
     program as new by swapping its data."""
     try:
-        tables = _data_literals(ast.parse(source))
+        tables = _data_literals(pysyntax.parse(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return source
     lines = source.splitlines(keepends=True)
@@ -322,7 +323,7 @@ def game_shape(source: str) -> tuple[str, ...] | None:
     reworded question, docstring or hint, a renamed class or a retuned count make no new
     game). None if it does not parse."""
     try:
-        tree = ast.parse(without_data(source))
+        tree = pysyntax.parse(without_data(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     _drop_uncalled_quiz_methods(tree)

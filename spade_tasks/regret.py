@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spade_tasks import registry
+from spade_tasks import pysyntax, registry
 from spade_tasks.errors import ConfigError, RewardError
 from spade_tasks.records import Played, Scores
 from spade_tasks.store import queries
@@ -262,15 +262,13 @@ def contract_fraction(text: str) -> float:
 def parsed_fraction(source: str) -> float:
     """Fraction of the program's lines before its first syntax error: the longest
     prefix of whole lines that parses, over all lines (1.0 for a program that parses)."""
-    import ast
-
     lines = source.splitlines()
     if not lines:
         return 0.0
 
     def parses(n: int) -> bool:
         try:
-            ast.parse("\n".join(lines[:n]))
+            pysyntax.parse("\n".join(lines[:n]))
         except (SyntaxError, ValueError):
             return False
         return True

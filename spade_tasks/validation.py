@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spade_tasks import pysyntax
 from spade_tasks.answers import answer_of, leaks
 from spade_tasks.config import SandboxConfig, ValidationConfig
 from spade_tasks.sandbox import CallResult, Episode, ProgramMeta, Sandbox
@@ -254,7 +255,7 @@ def play_in(ep: Episode, seed: int | None, policy: Policy, max_turns: int,
 
 def check_parse(source: str, st: Static) -> list[str]:
     try:
-        st.tree = ast.parse(source)
+        st.tree = pysyntax.parse(source)
     except SyntaxError as e:
         return [f"parse: line {e.lineno}: {e.msg}"]
     return []

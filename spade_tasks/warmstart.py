@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spade_tasks import pysyntax
 from spade_tasks.config import Config
 from spade_tasks.designer import build_prompt, extract_program
 from spade_tasks.environments import class_doc, title_of
@@ -130,7 +131,7 @@ def assistant_target(program: str, prefill: str) -> str | None:
             target = "\n" + target
     parsed = extract_program(prefill + target)
     try:
-        ok = parsed is not None and ast.dump(ast.parse(parsed)) is not None
+        ok = parsed is not None and ast.dump(pysyntax.parse(parsed)) is not None
     except SyntaxError:
         ok = False
     return target if ok else None
@@ -162,7 +163,7 @@ def ground_in_document(source: str, doc) -> str:
     from the document as the designer prompt asks. Unchanged when the program has no
     such list or the document too few words."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except SyntaxError:
         return source
     node = next((n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1

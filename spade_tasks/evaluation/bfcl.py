@@ -25,6 +25,7 @@ import uuid
 from functools import cache
 from importlib import resources
 
+from spade_tasks import pysyntax
 from spade_tasks.evaluation.suites import Item, Suite, register_suite, seeded_subset
 
 CATEGORY = "multi_turn_base"
@@ -49,7 +50,7 @@ def decode_calls(text: str) -> list[tuple[str, str]]:
     if not text.endswith("]"):
         text += "]"
     try:
-        tree = ast.parse(text, mode="eval").body
+        tree = pysyntax.parse(text, mode="eval").body
     except (SyntaxError, ValueError) as e:
         raise DecodeError(f"not a call list: {e}") from None
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]

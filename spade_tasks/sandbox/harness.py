@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spade_tasks import pysyntax
 from spade_tasks.config import SandboxConfig
 from spade_tasks.errors import SandboxUnavailable
 from spade_tasks.sandbox import process_tier
@@ -62,7 +63,7 @@ def uses_reasoning_gym(source: str) -> bool:
     """Whether the program's imports (parsed, not its text searched) name the
     ``reasoning_gym`` package or spade_env's ``ReasoningGymEnv``, which imports it."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except (SyntaxError, ValueError):  # the worker reports it; no extra packages meanwhile
         return False
     for node in ast.walk(tree):
