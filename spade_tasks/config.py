@@ -305,6 +305,11 @@ class TrainingConfig(_Section):
     """AdamW decoupled weight decay."""
     adam_betas: tuple[float, float] = (0.9, 0.98)
     """AdamW betas (the reference code's 0.9, 0.98)."""
+    updates_per_generation: int = Field(1, ge=1, le=64)
+    """Optimizer updates on each generation's samples (GRPO's iterations). The first is
+    on-policy (ratio 1); each later one is held near the sampling policy by the clipped
+    ratio against the generation-time log-probs, so a step moves further but no further
+    than the clip range allows."""
     micro_batch_size: int = Field(4, ge=1, le=4096)
     """Sequences per forward/backward; gradients accumulate over the batch's micro-batches."""
     clip_eps_low: float = Field(0.2, gt=0, lt=1.0)

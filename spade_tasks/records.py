@@ -162,14 +162,17 @@ class Scores(Record):
 
 
 class TrainReport(Record):
-    """One training step: the samples it took, its metrics (none when it was skipped:
-    no sample had a non-zero advantage), and the checkpoint it wrote (None: no step)."""
+    """One generation's training: the samples it took, its optimizer updates and the
+    last update's metrics (none when it was skipped: no sample had a non-zero
+    advantage; ``train_step_s`` is all updates' time), and the checkpoint it wrote
+    (None: no step)."""
 
     trained_from: str
     train_samples: int
     train_samples_designer: int
     train_samples_agent: int
     train_world_size: int
+    train_updates: int = 1
     loss: float | None = None
     approx_kl: float | None = None
     clip_fraction: float | None = None
@@ -183,8 +186,8 @@ class TrainReport(Record):
     checkpoint: str | None = None
 
     STEP: ClassVar[tuple[str, ...]] = (
-        "loss", "approx_kl", "clip_fraction", "grad_norm", "mean_ratio", "train_tokens",
-        "train_tokens_per_s", "train_step_s", "kl_ref")
+        "train_updates", "loss", "approx_kl", "clip_fraction", "grad_norm", "mean_ratio",
+        "train_tokens", "train_tokens_per_s", "train_step_s", "kl_ref")
 
     @property
     def weights(self) -> str:

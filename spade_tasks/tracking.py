@@ -185,7 +185,7 @@ def generation_metrics(rt: StageRuntime, generation: int, summary: dict) -> dict
         m["episodes"] = a["n"]
     for key in ("warmstart_steps", "warmstart_pairs", "warmstart_loss_first",
                 "warmstart_loss_last", "warmstart_s", "train_samples_designer",
-                "train_samples_agent"):
+                "train_samples_agent", "train_updates"):
         v = summary.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             m[key] = v

@@ -544,8 +544,8 @@ def generation_samples(rt: StageRuntime, generation: int) -> list[TrainSample]:
 
 def train_stage(rt: StageRuntime, generation: int, scores: Scores,
                 played: Played) -> TrainReport:
-    """One DeepSpeed step on the generation's samples, then an atomic checkpoint (none
-    when there was nothing to train on).
+    """``training.updates_per_generation`` DeepSpeed steps on the generation's samples,
+    then an atomic checkpoint (none when there was nothing to train on).
 
     The samples are the designs ``scores`` rewarded and the turns of the episodes
     ``played`` without a hint; their token arrays are read from the store."""
@@ -555,14 +555,22 @@ def train_stage(rt: StageRuntime, generation: int, scores: Scores,
                     "train_samples_designer": sum(s.role == "designer" for s in samples),
                     "train_samples_agent": sum(s.role == "agent" for s in samples),
                     "train_world_size": rt.cfg.training.world_size}
-    with progress.stage("train step", total=1) as bar:
+    updates = rt.cfg.training.updates_per_generation if samples else 0
+    with progress.stage("train step", total=max(1, updates)) as bar:
         if samples:
-            m = rt.trainer().step(samples)
-            result.update(loss=m.loss, approx_kl=m.approx_kl, clip_fraction=m.clip_fraction,
-                          grad_norm=m.grad_norm, mean_ratio=m.mean_ratio,
-                          train_tokens=m.tokens, train_tokens_per_s=m.tokens_per_s,
-                          train_step_s=m.step_time_s, kl_ref=m.kl_ref)
-            bar.advance(1, m.tokens_processed)
+            seconds, processed = 0.0, 0
+            for _ in range(updates):
+                m = rt.trainer().step(samples)
+                seconds += m.step_time_s
+                processed += m.tokens_processed
+                bar.advance(1, m.tokens_processed)
+            # The last update's loss, ratio, clip fraction and KL say how far the
+            # updates took the policy from the one that sampled.
+            result.update(train_updates=updates, loss=m.loss, approx_kl=m.approx_kl,
+                          clip_fraction=m.clip_fraction, grad_norm=m.grad_norm,
+                          mean_ratio=m.mean_ratio, train_tokens=m.tokens,
+                          train_tokens_per_s=processed / seconds, train_step_s=seconds,
+                          kl_ref=m.kl_ref)
         else:
             # Every advantage is zero (e.g. all designs rejected and every episode of an
             # environment returned the same): there is no gradient to take.

@@ -216,6 +216,52 @@ def test_no_step_writes_no_checkpoint(tmp_path):
         close_all()
 
 
+def test_each_generation_takes_the_configured_number_of_updates(tmp_path, monkeypatch):
+    """train_stage steps ``training.updates_per_generation`` times on the same samples
+    (a recording trainer stands in for DeepSpeed) and reports every update's time."""
+    from spade_tasks import training
+    from spade_tasks.records import Played, Scores
+    from spade_tasks.runtime import close_all
+    from spade_tasks.training import StepMetrics, TrainSample, train_stage
+
+    samples = [TrainSample("designer", [1, 2], [3], [-0.5], 1.0),
+               TrainSample("agent", [1, 2], [4, 5], [-0.5, -0.7], -1.0)]
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def step(self, batch):
+            self.calls.append(list(batch))
+            n = len(self.calls)
+            return StepMetrics(loss=0.1 * n, clip_fraction=0.0, approx_kl=0.01 * n,
+                               mean_ratio=1.0, tokens=3, tokens_processed=7,
+                               tokens_per_s=7.0, step_time_s=1.0, grad_norm=1.0,
+                               tokens_by_role={"designer": 1, "agent": 2})
+
+    rt = _runtime(tmp_path, updates_per_generation=3)
+    try:
+        rt.begin_generation(0)
+        recorder = rt._trainer = Recorder()
+        monkeypatch.setattr(training, "generation_samples", lambda rt, generation: samples)
+        monkeypatch.setattr(rt, "save_checkpoint", lambda generation: "ckpt-0")
+        scores = Scores(environments_played=1, regret_mean=0.0, win_rate_no_hint=0.0,
+                        win_rate_hint=0.0, designer_reward_mean=0.0, baseline_win_rate=None)
+        played = Played(episodes=0, environments=[], environments_new=0, environments_pool=0,
+                        hints_model=0, hints_dropped=0, hints_env_refused=0,
+                        environments_overflow=[], environments_unhinted=[],
+                        rollout_workers=1, rollout_tokens=0, rollout_tokens_per_s=0.0,
+                        end_reasons={})
+        result = train_stage(rt, 0, scores, played)
+        assert recorder.calls == [samples] * 3
+        assert result.train_updates == 3 and result.train_step_s == 3.0
+        assert result.loss == pytest.approx(0.3)  # the last update's metrics
+        assert result.approx_kl == pytest.approx(0.03)
+        assert result.checkpoint == "ckpt-0"
+    finally:
+        close_all()
+
+
 def test_artifacts_live_under_the_run_root_with_rejected_designs(tmp_path, monkeypatch):
     from mlflow import MlflowClient
 

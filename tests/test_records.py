@@ -99,7 +99,7 @@ def test_summaries_keep_the_keys_the_flow_always_logged():
                                          "designer_reward_mean", "baseline_win_rate"]
     assert list(STEPPED.to_summary()) == [
         "trained_from", "train_samples", "train_samples_designer", "train_samples_agent",
-        "train_world_size", "loss", "approx_kl", "clip_fraction", "grad_norm", "mean_ratio",
+        "train_world_size", "train_updates", "loss", "approx_kl", "clip_fraction", "grad_norm", "mean_ratio",
         "train_tokens", "train_tokens_per_s", "train_step_s", "kl_ref", "checkpoint"]
     assert SKIPPED.to_summary() == {
         "trained_from": "base", "train_samples": 0, "train_samples_designer": 0,

@@ -136,6 +136,20 @@ def test_step_changes_weights_and_reports_on_policy_metrics(engine):
 
 
 @pytest.mark.slow
+def test_a_second_update_on_the_same_samples_sees_the_moved_policy(engine):
+    """The ground of ``training.updates_per_generation``: the first update is on-policy
+    (ratio 1), the next one compares the moved policy with the sampling one, so the
+    clipped ratio is what bounds it."""
+    samples = _samples(engine, [1.0, -1.0, 0.5, -0.5])
+    first = engine.step(samples)
+    second = engine.step(samples)
+    assert first.mean_ratio == pytest.approx(1.0, abs=0.05)
+    assert abs(second.mean_ratio - 1.0) > 3 * abs(first.mean_ratio - 1.0)
+    assert second.approx_kl > 3 * first.approx_kl
+    assert second.clip_fraction > first.clip_fraction
+
+
+@pytest.mark.slow
 def test_gradient_sign_raises_positive_and_lowers_negative(engine):
     samples = _samples(engine, [1.0, -1.0], roles=["agent", "designer"])
     start = [sum(lp) for lp in engine.logprobs(samples)]
