@@ -132,6 +132,9 @@ def test_two_generations_end_to_end(first_generation):
     step0 = json.loads(con.execute("SELECT metrics FROM train_steps").fetchone()[0])
     con.close()
     if step0["train_samples"]:
+        # cpu-tiny's updates a generation, each a real DeepSpeed step.
+        want = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())["training"]
+        assert step0["train_updates"] == want["updates_per_generation"] > 1
         assert (Path(ckpt) / "config.json").is_file()
         assert (Path(ckpt) / "deepspeed" / "latest").is_file()  # the DeepSpeed engine's state
     else:  # no optimizer step, no checkpoint written
@@ -148,6 +151,7 @@ def test_two_generations_end_to_end(first_generation):
     step = json.loads(con.execute("SELECT metrics FROM train_steps").fetchone()[0])
     con.close()
     assert ("loss" in metrics and math.isfinite(metrics["loss"])) or step["train_samples"] == 0
+    assert metrics.get("train_updates", 0) == step.get("train_updates", 0)
 
     arts = {a.path for a in client.list_artifacts(child_id)}
     assert {"summary.json", "plots", "transcripts"} <= arts, arts
