@@ -112,8 +112,9 @@ def test_logprobs_match_an_unpadded_forward(engine):
             want = [logp[n - 1 + j, t].item() for j, t in enumerate(s.completion_ids)]
             # Padding changes only float rounding (fp32 here; bf16 on AMX CPUs, where
             # configs/deepspeed/cpu.json's "auto" picks it); an alignment error would be
-            # off by whole nats.
-            tol = 5e-2 if engine.engine.bfloat16_enabled() else 1e-3
+            # off by whole nats. bf16 logits near 20 round in steps of 0.125: a padded
+            # batch measured 0.07 from the unpadded forward on one token.
+            tol = 0.15 if engine.engine.bfloat16_enabled() else 1e-3
             assert s.old_logprobs == pytest.approx(want, abs=tol)
 
 
