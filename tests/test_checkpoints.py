@@ -191,22 +191,29 @@ def test_kept_checkpoint_loads_with_mlflow_transformers(tmp_path, tiny_checkpoin
         close_all()
 
 
-def test_no_step_writes_no_checkpoint(tmp_path):
+def _empty_rollout():
+    """The scores and play record of a generation that played nothing: what
+    train_stage is handed when its samples come from elsewhere (or there are none)."""
     from spade_tasks.records import Played, Scores
+
+    scores = Scores(environments_played=0, regret_mean=0.0, win_rate_no_hint=0.0,
+                    win_rate_hint=0.0, designer_reward_mean=0.0, baseline_win_rate=None)
+    played = Played(episodes=0, environments=[], environments_new=0, environments_pool=0,
+                    hints_model=0, hints_dropped=0, hints_env_refused=0,
+                    environments_overflow=[], environments_unhinted=[],
+                    rollout_workers=1, rollout_tokens=0, rollout_tokens_per_s=0.0,
+                    end_reasons={})
+    return scores, played
+
+
+def test_no_step_writes_no_checkpoint(tmp_path):
     from spade_tasks.runtime import close_all
     from spade_tasks.training import train_stage
 
     rt = _runtime(tmp_path)
     try:
         rt.begin_generation(0)
-        nothing = Scores(environments_played=0, regret_mean=0.0, win_rate_no_hint=0.0,
-                         win_rate_hint=0.0, designer_reward_mean=0.0, baseline_win_rate=None)
-        played = Played(episodes=0, environments=[], environments_new=0, environments_pool=0,
-                        hints_model=0, hints_dropped=0, hints_env_refused=0,
-                        environments_overflow=[], environments_unhinted=[],
-                        rollout_workers=1, rollout_tokens=0, rollout_tokens_per_s=0.0,
-                        end_reasons={})
-        result = train_stage(rt, 0, nothing, played)  # an empty generation: nothing to train on
+        result = train_stage(rt, 0, *_empty_rollout())  # an empty generation: nothing to train on
         assert result.checkpoint is None and "skipped" in result.to_summary()
         assert "loss" not in result.to_summary()
         assert not (rt.run_dir / "checkpoints").exists()
@@ -220,7 +227,6 @@ def test_each_generation_takes_the_configured_number_of_updates(tmp_path, monkey
     """train_stage steps ``training.updates_per_generation`` times on the same samples
     (a recording trainer stands in for DeepSpeed) and reports every update's time."""
     from spade_tasks import training
-    from spade_tasks.records import Played, Scores
     from spade_tasks.runtime import close_all
     from spade_tasks.training import StepMetrics, TrainSample, train_stage
 
@@ -245,14 +251,7 @@ def test_each_generation_takes_the_configured_number_of_updates(tmp_path, monkey
         recorder = rt._trainer = Recorder()
         monkeypatch.setattr(training, "generation_samples", lambda rt, generation: samples)
         monkeypatch.setattr(rt, "save_checkpoint", lambda generation: "ckpt-0")
-        scores = Scores(environments_played=1, regret_mean=0.0, win_rate_no_hint=0.0,
-                        win_rate_hint=0.0, designer_reward_mean=0.0, baseline_win_rate=None)
-        played = Played(episodes=0, environments=[], environments_new=0, environments_pool=0,
-                        hints_model=0, hints_dropped=0, hints_env_refused=0,
-                        environments_overflow=[], environments_unhinted=[],
-                        rollout_workers=1, rollout_tokens=0, rollout_tokens_per_s=0.0,
-                        end_reasons={})
-        result = train_stage(rt, 0, scores, played)
+        result = train_stage(rt, 0, *_empty_rollout())
         assert recorder.calls == [samples] * 3
         assert result.train_updates == 3 and result.train_step_s == 3.0
         assert result.loss == pytest.approx(0.3)  # the last update's metrics
