@@ -558,9 +558,9 @@ def train_stage(rt: StageRuntime, generation: int, scores: Scores,
     updates = rt.cfg.training.updates_per_generation if samples else 0
     with progress.stage("train step", total=max(1, updates)) as bar:
         if samples:
-            seconds, processed = 0.0, 0
+            trainer, seconds, processed = rt.trainer(), 0.0, 0
             for _ in range(updates):
-                m = rt.trainer().step(samples)
+                m = trainer.step(samples)
                 seconds += m.step_time_s
                 processed += m.tokens_processed
                 bar.advance(1, m.tokens_processed)
