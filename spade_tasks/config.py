@@ -177,6 +177,9 @@ class DesignerConfig(_Section):
     part of the program parsed, never of the tokens trained. "" is off."""
     temperature: float | None = Field(None, ge=0.0, le=5.0)
     """Sampling temperature of designs; None uses ``model.temperature``."""
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    """Nucleus mass of designs; None uses ``model.top_p``. Below 1 it drops the tail
+    tokens whose rare draws break a small model's Python (a stray bracket or quote)."""
     prompt: Literal["full", "short"] = "full"
     """The contract in the system prompt: ``full`` (with an example skeleton) or ``short``
     (a few lines, for small models whose context and compute are scarce; games only)."""

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from spade_tasks import corpus, designer
 from spade_tasks.config import Config
-from spade_tasks.llm.base import Backend
+from spade_tasks.llm.base import Backend, make_backend
 from spade_tasks.runtime import Runtime
 from spade_tasks.sandbox import Sandbox
 from spade_tasks.store import Store, queries
+from spade_tasks.warmstart import first_weights
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
     """Sample documents, design, validate and record ``n`` environments for one generation
     of ``cfg.run.name`` (default: the next generation; ``n`` overrides the config's
     ``designs_per_generation``; the store defaults to ``<run.root>/<run.name>/spade.duckdb``;
-    the backend to the run's latest weights, as the flow's; a given backend is used as it
-    is and left open).
+    the backend to the run's latest weights, as the flow's, and for a run with none yet to
+    the first warm start's when the config has one, as the flow's first generation
+    designs; a given backend is used as it is and left open).
 
     The stages run without ``orchestration.staged``: no stage records, so no resume. A
     stage record would make the next ``spade run`` of this run skip its own design stages
@@ -81,10 +83,16 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
             update={"designs_per_generation": n})})
     store = Store(store_path or cfg.run.root / cfg.run.name / "spade.duckdb")
     rt = Runtime(cfg, store, _backend=backend, _sandbox=sandbox)
-    if backend is not None:
-        rt._backend_checkpoint = rt.latest_checkpoint()  # so backend() never reloads it
     try:
         gen = next_generation(store, rt.run) if generation is None else generation
+        if backend is None and rt.latest_checkpoint() is None:
+            # A run with no weights of its own: the flow's first generation designs after
+            # its warm start, so these designs do too.
+            warm = first_weights(cfg, log=lambda msg: None)
+            if warm:
+                rt._backend = make_backend(cfg.model.model_copy(update={"name": warm}))
+        if rt._backend is not None:
+            rt._backend_checkpoint = rt.latest_checkpoint()  # so backend() never reloads it
         documents = corpus.sample_stage(rt, gen)
         designs = designer.design_stage(rt, gen, documents)
         recorded = designer.recorded_designs(store, rt.run, gen, designs)
@@ -99,7 +107,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
                          time.perf_counter() - t0)
     finally:
         if backend is None:
-            rt.close()  # the backend it built, and the store
+            rt.close()  # the backend it built or the warm start's, and the store
         else:
             store.close()
 

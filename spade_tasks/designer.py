@@ -198,8 +198,9 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt, parent),
                             cfg.designer.prefill)
                for d, parent in zip(docs, parents)]
-    overrides = {} if cfg.designer.temperature is None else {
-        "temperature": cfg.designer.temperature}
+    overrides = {key: value for key, value in (("temperature", cfg.designer.temperature),
+                                               ("top_p", cfg.designer.top_p))
+                 if value is not None}
     params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
                                         seed=seed, **overrides)
     comps = backend.generate(prompts, params) if prompts else []

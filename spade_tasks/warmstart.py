@@ -411,6 +411,12 @@ def accepted_pairs(cfg: Config, store, run: str, before: int) -> list[Pair]:
 # -- the flow's stage and the command ------------------------------------------------
 
 
+def warmstart_on(cfg: Config) -> bool:
+    """Whether the flow's warmstart stage trains the designer (the config enables it and
+    the designer is a model that trains)."""
+    return cfg.warmstart.enabled and cfg.designer.mode != "fixed" and cfg.designer.training
+
+
 def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     """Before generation 0: the first warm start (cached by content). Before a later
     generation: ``accepted_steps`` supervised steps on the designs accepted so far.
@@ -419,7 +425,7 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
 
     cfg = rt.cfg
     ws = cfg.warmstart
-    if not ws.enabled or cfg.designer.mode == "fixed" or not cfg.designer.training:
+    if not warmstart_on(cfg):
         return WarmstartReport.skipped("off")
     seed = rt.seed(generation, salt=7)
     if generation == 0 and rt.latest_checkpoint() is None:
@@ -469,18 +475,30 @@ def prune_warm_starts(folder: Path, keep: list[Path]) -> list[Path]:
 
 def run_warmstart(cfg: Config, log=print) -> dict:
     """``spade warmstart``: the first warm start alone (filling the cache a run uses)."""
-    from spade_tasks.training import TrainEngine
-
     if not cfg.warmstart.enabled:
         raise UserError("warmstart.enabled is false in this config: nothing to do")
+    return _first_warmstart_alone(cfg, log).to_json()
+
+
+def _first_warmstart_alone(cfg: Config, log=print) -> WarmstartResult:
+    """The flow's first warm start (its seed, its cache) outside the flow."""
+    from spade_tasks.training import TrainEngine
+
     seed = generation_seed(cfg.run.seed, 0, salt=7)  # the flow's: Runtime.seed(0, salt=7)
-    res = first_warmstart(cfg, lambda: TrainEngine.from_model_name(cfg.model.name,
-                                                                     cfg.training), seed, log)
-    return res.to_json()
+    return first_warmstart(cfg, lambda: TrainEngine.from_model_name(cfg.model.name,
+                                                                      cfg.training), seed, log)
+
+
+def first_weights(cfg: Config, log=print) -> str | None:
+    """The weights the flow's first generation designs with when the run has none yet:
+    the first warm start's checkpoint (cached by content; trained on a miss), or None (the
+    base model) when the warm start is off or writes no checkpoint."""
+    return _first_warmstart_alone(cfg, log).checkpoint if warmstart_on(cfg) else None
 
 
 __all__ = ["Program", "Pair", "select_programs", "programs_in", "assistant_target",
            "document_words", "ground_in_document", "build_pairs", "tokenize_pairs",
            "schedule", "train", "cache_key",
-           "first_warmstart", "accepted_pairs", "warmstart_stage", "prune_warm_starts",
+           "first_warmstart", "accepted_pairs", "warmstart_on", "warmstart_stage",
+           "first_weights", "prune_warm_starts",
            "run_warmstart"]

@@ -188,6 +188,34 @@ def test_run_design_without_corpus(tmp_path, sandbox, monkeypatch):
         assert store.count("documents") == 0
 
 
+def test_run_design_before_any_checkpoint_designs_on_the_warm_start(tmp_path, sandbox,
+                                                                     monkeypatch):
+    """A run with no weights of its own designs on the first warm start's, as the flow's
+    first generation does after its warmstart stage; with the warm start off, on the base
+    model."""
+    from spade_tasks import design_command, runtime
+    from spade_tasks.config import WarmstartConfig
+
+    monkeypatch.chdir(tmp_path)
+    built, backend = [], ScriptedBackend(COMPLETIONS[:1])
+
+    def make_backend(model_cfg):
+        built.append(model_cfg.name)
+        return backend
+
+    monkeypatch.setattr(design_command, "make_backend", make_backend)
+    monkeypatch.setattr(runtime, "make_backend", make_backend)  # Runtime.backend()'s
+    monkeypatch.setattr(design_command, "first_weights",
+                        lambda cfg, log=print: "/ckpt/warm" if cfg.warmstart.enabled else None)
+    cfg = CFG.model_copy(update={"corpus": CorpusConfig(source="none"),
+                                 "warmstart": WarmstartConfig(enabled=True)})
+    run_design(cfg, 1, tmp_path / "on.duckdb", sandbox=sandbox)
+    assert built == ["/ckpt/warm"] and len(backend.calls) == 1
+    off = cfg.model_copy(update={"warmstart": WarmstartConfig(enabled=False)})
+    run_design(off, 1, tmp_path / "off.duckdb", sandbox=sandbox)
+    assert built == ["/ckpt/warm", off.model.name] and len(backend.calls) == 2
+
+
 def test_run_design_next_generation_samples_new_documents(tmp_path, sandbox, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = CFG.model_copy(update={"corpus": CorpusConfig(source="embedded:news", max_words=30)})
@@ -282,6 +310,15 @@ def test_real_model_designs_are_recorded(tmp_path, monkeypatch):
             assert r["accepted"] or r["reasons"]
 
 
+def test_designer_sampling_overrides_the_model_config():
+    backend = ScriptedBackend(COMPLETIONS[:1])
+    cfg = CFG.model_copy(update={"model": ModelConfig(temperature=1.0, top_p=0.95),
+                                 "designer": DesignerConfig(max_new_tokens=64, top_p=0.8)})
+    design(backend, DOCS[:1], PromptExamples([], [], []), cfg, seed=0)
+    params = backend.calls[0][1]
+    assert (params.temperature, params.top_p, params.max_new_tokens) == (1.0, 0.8, 64)
+
+
 def test_prefill_is_parsed_with_the_completion_but_never_generated():
     from spade_tasks.llm.scripted import ScriptedBackend as ByteBackend
 
@@ -293,6 +330,7 @@ def test_prefill_is_parsed_with_the_completion_but_never_generated():
     (d,) = design(backend, DOCS[:1], PromptExamples([], [], []), cfg, seed=0)
     conv, params = backend.calls[0][0][0], backend.calls[0][1]
     assert conv[-1] == {"role": "assistant", "content": prefill} and params.temperature == 0.3
+    assert params.top_p == CFG.model.top_p == 1.0  # designer.top_p None: the model's
     # The program is the prefill and the generated text together ...
     assert d.source is not None and d.source.startswith("import random\n")
     assert d.completion.full_text == prefill + rest
