@@ -755,7 +755,9 @@ def _add_design(sub) -> None:
     d = sub.add_parser(
         "design", help="write, validate and record designs (no rollouts)",
         description="One designer step: sample documents, write programs, validate and "
-        "record them in the run's DuckDB; no agent rollouts, no training.",
+        "record them in the run's DuckDB; no agent rollouts, no training. Designs on the "
+        "run's latest weights; a run with none designs on the config's first warm start "
+        "(cached by content), as the flow's first generation does.",
         epilog="example:\n  spade design --n 2 --json")
     _add_config(d)
     d.add_argument("--n", type=_positive_int, default=None,

@@ -11,6 +11,7 @@ imports the designer (``stage_runtime.py`` says why that would be an import loop
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -88,7 +89,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
         if backend is None and rt.latest_checkpoint() is None:
             # A run with no weights of its own: the flow's first generation designs after
             # its warm start, so these designs do too.
-            warm = first_weights(cfg, log=lambda msg: None)
+            warm = first_weights(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
             if warm:
                 rt._backend = make_backend(cfg.model.model_copy(update={"name": warm}))
         if rt._backend is not None:
