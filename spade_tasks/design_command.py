@@ -20,7 +20,7 @@ from pathlib import Path
 
 from spade_tasks import corpus, designer
 from spade_tasks.config import Config
-from spade_tasks.llm.base import Backend, make_backend
+from spade_tasks.llm.base import Backend
 from spade_tasks.runtime import Runtime
 from spade_tasks.sandbox import Sandbox
 from spade_tasks.store import Store, queries
@@ -84,16 +84,15 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
             update={"designs_per_generation": n})})
     store = Store(store_path or cfg.run.root / cfg.run.name / "spade.duckdb")
     rt = Runtime(cfg, store, _backend=backend, _sandbox=sandbox)
+    if backend is not None:
+        rt._backend_checkpoint = rt.latest_checkpoint()  # so backend() never reloads it
     try:
         gen = next_generation(store, rt.run) if generation is None else generation
         if backend is None and rt.latest_checkpoint() is None:
             # A run with no weights of its own: the flow's first generation designs after
             # its warm start, so these designs do too.
-            warm = first_weights(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
-            if warm:
-                rt._backend = make_backend(cfg.model.model_copy(update={"name": warm}))
-        if rt._backend is not None:
-            rt._backend_checkpoint = rt.latest_checkpoint()  # so backend() never reloads it
+            rt.fallback_weights = first_weights(
+                cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
         documents = corpus.sample_stage(rt, gen)
         designs = designer.design_stage(rt, gen, documents)
         recorded = designer.recorded_designs(store, rt.run, gen, designs)
@@ -108,7 +107,7 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
                          time.perf_counter() - t0)
     finally:
         if backend is None:
-            rt.close()  # the backend it built or the warm start's, and the store
+            rt.close()  # the backend it built, and the store
         else:
             store.close()
 

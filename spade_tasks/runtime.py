@@ -38,6 +38,9 @@ class Runtime:
     _sandbox: Any = None
     _tracker: Any = None
     _backend_checkpoint: str | None = None
+    fallback_weights: str | None = None
+    """Weights the backend loads while the run has none of its own (``spade design``: the
+    first warm start's, as the flow's first generation designs on); None: the base model."""
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -117,7 +120,7 @@ class Runtime:
     # -- models ------------------------------------------------------------------------
     def backend(self):
         """The inference backend, on the latest checkpoint's weights."""
-        ckpt = self.latest_checkpoint()
+        ckpt = self.latest_checkpoint() or self.fallback_weights
         if self._backend is not None and not getattr(self._backend, "alive", lambda: True)():
             self._backend = None  # its engine actors are gone: start them again
         if self._backend is None:

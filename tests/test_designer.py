@@ -203,7 +203,6 @@ def test_run_design_before_any_checkpoint_designs_on_the_warm_start(tmp_path, sa
         built.append(model_cfg.name)
         return backend
 
-    monkeypatch.setattr(design_command, "make_backend", make_backend)
     monkeypatch.setattr(runtime, "make_backend", make_backend)  # Runtime.backend()'s
     monkeypatch.setattr(design_command, "first_weights",
                         lambda cfg, log=print: "/ckpt/warm" if cfg.warmstart.enabled else None)
