@@ -874,8 +874,8 @@ def _add_eval(sub) -> None:
         "  spade eval --suite humaneval --checkpoint runs/cpu-tiny/checkpoints/gen-0004\n"
         "  spade eval --compare cpu-tiny-fixed cpu-tiny")
     ev.add_argument("--suite", default=None, metavar="NAME",
-                    help="suite: humaneval, bfcl-multi-turn, reasoning-gym or textarena "
-                    "(default: none; needed unless --compare)")
+                    help="suite: humaneval, bfcl-multi-turn, reasoning-gym, textarena or "
+                    "word-games (default: none; needed unless --compare)")
     ev.add_argument("--limit", type=_positive_int, default=None, metavar="N",
                     help="items to evaluate, a seeded subset (default: the whole suite)")
     ev.add_argument("--checkpoint", default=None, metavar="DIR",

@@ -19,7 +19,7 @@ from spade_tasks.evaluation import (
 from spade_tasks.evaluation.runner import EvalResult, evaluate
 from spade_tasks.llm.base import Backend, Completion
 
-SUITES = ["bfcl-multi-turn", "humaneval", "reasoning-gym", "textarena"]
+SUITES = ["bfcl-multi-turn", "humaneval", "reasoning-gym", "textarena", "word-games"]
 
 
 def _hanoi(n, src="A", dst="C", via="B"):
@@ -36,6 +36,8 @@ def _correct(suite: Suite, item):
         return item.data["canonical_solution"]
     if suite.name == "reasoning-gym":
         return f"<answer>{item.data['entry']['answer']}</answer>"
+    if suite.name == "word-games":  # the model continues the answer opened with \boxed{
+        return item.data["answer"].removeprefix("\\boxed{")
     if suite.name == "textarena":
         game = item.data["game"]
         base = suite.start(item)
@@ -57,6 +59,8 @@ def _wrong(suite: Suite, item):
         return ["I give up."] * 3
     if suite.name == "humaneval":
         return "```python\ndef " + item.data["entry_point"] + "(*args, **kwargs):\n    return None\n```"
+    if suite.name == "word-games":
+        return "definitely not the answer 12345}"
     return "<answer>definitely not the answer 12345</answer>"
 
 
@@ -243,3 +247,40 @@ def test_reasoning_gym_suite_is_held_out_from_the_fixed_pool():
     generator = {name: REGISTRY[name][0] for name in pool | suite}
     shared = {n for n in suite if generator[n] in {generator[p] for p in pool}}
     assert not shared and not suite & pool
+
+
+def test_word_games_are_held_out_from_every_committed_program():
+    """No game of the word-games suite is a committed program (seed, small seed or
+    wrapped generator) under the designer's own duplicate rule, the same-game rule
+    included: the agent trains on those and never on these."""
+    from spade_tasks.config import MemoryConfig
+    from spade_tasks.designer import committed_programs, duplicate_reason
+    from spade_tasks.environments import EnvRecord, class_doc, env_id_of, title_of
+    from spade_tasks.evaluation.wordgames import GAMES_DIR
+
+    known = committed_programs()
+    assert len(known) >= 24 + 8
+    paths = sorted(GAMES_DIR.glob("*.py"))
+    assert len(paths) == 8
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        doc = class_doc(source)
+        rec = EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
+                        False, False, "heldout", str(path))
+        assert duplicate_reason(rec, known, MemoryConfig().dedup_threshold) is None, path.name
+
+
+def test_word_games_ask_as_the_rollout_asks():
+    """The agent's system prompt, the game's first question, the answer opened with
+    ``\\boxed{``; the score is the game's own step reward (a right answer in other case
+    and spacing still counts, no box scores 0)."""
+    suite = get_suite("word-games")
+    items = suite.load(None, seed=0)
+    assert len(items) == 128 and len({it.data["game"] for it in items[:8]}) == 8
+    conv = suite.conversation(items[0])
+    assert [m["role"] for m in conv] == ["system", "user", "assistant"]
+    assert conv[1]["content"] == items[0].prompt and conv[2]["content"] == "\\boxed{"
+    answer = items[0].data["answer"].removeprefix("\\boxed{").removesuffix("}")
+    assert suite.score(items[0], f" {answer.upper()} }} because") == 1.0
+    assert suite.score(items[0], "") == 0.0
+    assert suite.load(8, seed=3)[0].id.endswith("/3")

@@ -1,7 +1,8 @@
-"""Held-out evaluation suites (BFCL multi-turn, HumanEval, reasoning-gym, TextArena),
-each loaded from data a PyPI package ships and scored by that benchmark's own checker."""
+"""Held-out evaluation suites (BFCL multi-turn, HumanEval, reasoning-gym, TextArena), each
+loaded from data a PyPI package ships and scored by that benchmark's own checker, and
+word-games, the project's own small held-out games, scored by each game's ``step``."""
 
-from spade_tasks.evaluation import arena, bfcl, humaneval, rgym  # noqa: F401 - registers the suites
+from spade_tasks.evaluation import arena, bfcl, humaneval, rgym, wordgames  # noqa: F401 - registers the suites
 from spade_tasks.evaluation.runner import (
     EvalResult,
     compare,
