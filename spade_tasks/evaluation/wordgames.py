@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,6 +30,8 @@ GAMES_DIR = REPO_ROOT / "environments_store" / "heldout_small"
 SEEDS_PER_GAME = 16
 """Items per game in the full suite (8 games, 128 items)."""
 PREFILL = "\\boxed{"
+MAX_NEW_TOKENS = 48
+"""The answer itself, as the small config's rollout caps it: past the box, text is not read."""
 AGENT_SYSTEM = Path(__file__).resolve().parent.parent / "prompts" / "agent_system.txt"
 ENVLIB = Path(__file__).resolve().parent.parent / "sandbox" / "envlib" / "spade_env.py"
 
@@ -76,6 +79,10 @@ class WordGames(Suite):
         system = AGENT_SYSTEM.read_text(encoding="utf-8").strip()
         return with_prefill([{"role": "system", "content": system},
                              {"role": "user", "content": item.prompt}], PREFILL)
+
+    def play(self, items, backend, params, max_turns=None):
+        params = replace(params, max_new_tokens=min(params.max_new_tokens, MAX_NEW_TOKENS))
+        return super().play(items, backend, params, max_turns)
 
     def score(self, item, response):
         env = game_classes()[item.data["game"]]()
