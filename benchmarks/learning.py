@@ -6,8 +6,8 @@ folder, in a subprocess, as a user would), prints each run's per-generation curv
 trained on, win rates and regret), then evaluates both final checkpoints on a held-out
 suite with the ``spade eval`` machinery and prints the two scores side by side.
 
-    .venv/bin/python benchmarks/learning.py [--generations 8] [--suite reasoning-gym]
-        [--limit 16] [--config configs/cpu-tiny.yaml]
+    .venv/bin/python benchmarks/learning.py [--generations 8] [--suite word-games]
+        [--limit 128] [--config configs/cpu-tiny.yaml]
         [--baseline configs/cpu-tiny-fixed.yaml] [--root DIR] [--spade-run NAME]
 
 ``--spade-run NAME`` takes the SPADE side from an existing run of ``--config`` (as
@@ -98,8 +98,9 @@ def main() -> None:
     ap.add_argument("--config", default=str(REPO / "configs/cpu-tiny.yaml"))
     ap.add_argument("--baseline", default=str(REPO / "configs/cpu-tiny-fixed.yaml"))
     ap.add_argument("--generations", type=int, default=8)
-    ap.add_argument("--suite", default="reasoning-gym")
-    ap.add_argument("--limit", type=int, default=16)
+    # word-games: the held-out suite a 135M agent scores on (reasoning-gym scored it 0).
+    ap.add_argument("--suite", default="word-games")
+    ap.add_argument("--limit", type=int, default=128)
     ap.add_argument("--root", default=str(REPO / "runs" / "bench-learning"))
     ap.add_argument("--spade-run", default=None,
                     help="an existing run of --config to take the SPADE side from")
