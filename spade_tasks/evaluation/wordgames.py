@@ -1,7 +1,7 @@
 """Small word and number games held out from training: a suite the 135M agent scores on.
 
-The reasoning-gym suite asks more than the embedded 135M agent can do (it scored 0 on
-16 items before and after training), so it cannot tell two of its checkpoints apart.
+The reasoning-gym suite asks more than the embedded 135M agent can do (it answers
+none of it, before or after training), so it cannot tell two of its checkpoints apart.
 These games are of the size the small seeds are (``environments_store/seeds_small``),
 with rules none of them has, from saying a word back (what following the answer format
 alone earns) to naming the word that starts with a letter. Item ``game/seed`` is the
@@ -32,7 +32,6 @@ SEEDS_PER_GAME = 16
 PREFILL = "\\boxed{"
 MAX_NEW_TOKENS = 48
 """The answer itself, as the small config's rollout caps it: past the box, text is not read."""
-AGENT_SYSTEM = Path(__file__).resolve().parent.parent / "prompts" / "agent_system.txt"
 ENVLIB = Path(__file__).resolve().parent.parent / "sandbox" / "envlib" / "spade_env.py"
 
 
@@ -76,8 +75,9 @@ class WordGames(Suite):
         return items
 
     def conversation(self, item):
-        system = AGENT_SYSTEM.read_text(encoding="utf-8").strip()
-        return with_prefill([{"role": "system", "content": system},
+        from spade_tasks.rollout import agent_system_prompt
+
+        return with_prefill([{"role": "system", "content": agent_system_prompt()},
                              {"role": "user", "content": item.prompt}], PREFILL)
 
     def play(self, items, backend, params, max_turns=None):
