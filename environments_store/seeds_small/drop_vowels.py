@@ -4,7 +4,10 @@ WORDS = ["butter", "garden", "window", "market", "pencil", "candle", "basket", "
 
 
 class DropVowelsEnv(QuizEnv):
-    """A word with its vowels taken out."""
+    """A word with its vowels taken out.
+
+    One word is shown; the agent must write it without the letters a, e, i, o
+    and u."""
 
     def questions(self, rng):
         word = rng.choice([w for w in WORDS if set(w) - set("aeiou")] or ["rhythm"])

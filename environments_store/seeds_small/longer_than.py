@@ -4,7 +4,10 @@ WORDS = ["bread", "cheese", "butter", "honey", "yogurt", "cereal", "pasta", "sal
 
 
 class LongerThanEnv(QuizEnv):
-    """How many words are longer than a given length."""
+    """How many words are longer than a given length.
+
+    Five words and a number are shown; the agent must count the words with more
+    letters than that number."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)

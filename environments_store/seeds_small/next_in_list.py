@@ -4,7 +4,9 @@ WORDS = ["red", "blue", "green", "yellow", "purple", "black", "white", "brown", 
 
 
 class NextInListEnv(QuizEnv):
-    """The word that follows another in a list."""
+    """The word that follows another in a list.
+
+    Six words are shown once; in each of three rounds, name the word right after a given one."""
 
     max_turns = 3
 

@@ -4,7 +4,9 @@ WORDS = ["garden", "pencil", "rocket", "window", "silver", "planet", "orange", "
 
 
 class ReverseWordEnv(QuizEnv):
-    """Reverse spelling of a word."""
+    """Reverse spelling of a word.
+
+    A word is drawn from a list and the agent must spell it backwards."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

@@ -4,7 +4,10 @@ WORDS = ["listen", "silent", "stone", "notes", "heart", "earth", "night", "thing
 
 
 class SortedLettersEnv(QuizEnv):
-    """The letters of a word in alphabetical order."""
+    """The letters of a word in alphabetical order.
+
+    One word is shown and the agent must write all of its letters sorted from a
+    to z."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

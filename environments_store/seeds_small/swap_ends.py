@@ -4,7 +4,10 @@ WORDS = ["planet", "comet", "galaxy", "rocket", "orbit", "meteor", "nebula", "sa
 
 
 class SwapEndsEnv(QuizEnv):
-    """A word with its first and last letters swapped."""
+    """A word with its first and last letters swapped.
+
+    One word is shown; the agent must write it with its first and last letters
+    exchanged."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)
