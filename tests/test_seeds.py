@@ -81,7 +81,7 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
 
 @pytest.mark.parametrize("change, same", [
     # told differently: the same game
-    (("Two words are shown", "A pair of words is shown"), True),  # docstring
+    (("First or last of two words", "One of a pair of words"), True),  # docstring
     (("Compare initial letters; break ties on subsequent letters.", "Look at letters."), True),
     (("FirstAlphabeticalEnv", "WordOrderEnv"), True),  # class name
     # a method nothing calls (learn-s11: `first_letters.py` reworded, plus a `tourney`)

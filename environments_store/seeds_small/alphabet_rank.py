@@ -4,16 +4,12 @@ WORDS = ["zebra", "lion", "tiger", "bear", "wolf", "moose", "otter", "panda", "k
 
 
 class AlphabetRankEnv(QuizEnv):
-    """The place a word takes when a list is sorted.
-
-    Four words are shown and the agent must say at which position one of them
-    stands once the list is put in alphabetical order."""
+    """The place a word takes when a list is sorted."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 4)
         word = rng.choice(shown)
-        return [(f"Sort these words alphabetically: {', '.join(shown)}. At which position, "
-                 f"counting from 1, does '{word}' end up?", str(sorted(shown).index(word) + 1))]
+        return [(f"Sort these words alphabetically: {', '.join(shown)}. At which position, counting from 1, does '{word}' end up?", str(sorted(shown).index(word) + 1))]
 
     def hint(self):
         return "Compare first letters, then second letters on ties, and order the list."

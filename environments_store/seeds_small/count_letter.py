@@ -4,16 +4,12 @@ WORDS = ["banana", "letter", "coffee", "giraffe", "pepper", "balloon", "address"
 
 
 class CountLetterEnv(QuizEnv):
-    """Count how often a letter occurs in each of three words.
-
-    Three words and one of their letters are drawn; the agent must give the
-    letter's count in each word, in order, separated by commas."""
+    """Count how often a letter occurs in each of three words."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         letter = rng.choice("".join(shown))
-        return [(f"How many times does the letter '{letter}' occur in each of these words: "
-                 f"{', '.join(shown)}? Give the three counts in order, separated by commas.",
+        return [(f"How many times does the letter '{letter}' occur in each of these words: {', '.join(shown)}? Give the three counts in order, separated by commas.",
                  [str(w.count(letter)) for w in shown])]
 
     def hint(self):

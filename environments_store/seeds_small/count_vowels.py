@@ -4,15 +4,11 @@ WORDS = ["education", "rhythm", "banana", "computer", "sky", "audio", "strength"
 
 
 class CountVowelsEnv(QuizEnv):
-    """Count the vowels of three words.
-
-    Three words are shown and the agent must give how many vowels (a, e, i, o, u;
-    not y) each one has, in order, separated by commas."""
+    """Count the vowels of three words."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
-        return [(f"How many vowels (a, e, i, o, u) does each of these words have: "
-                 f"{', '.join(shown)}? Give the three counts in order, separated by commas.",
+        return [(f"How many vowels (a, e, i, o, u) does each of these words have: {', '.join(shown)}? Give the three counts in order, separated by commas.",
                  [str(sum(c in "aeiou" for c in w)) for w in shown])]
 
     def hint(self):

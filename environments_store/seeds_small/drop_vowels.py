@@ -4,10 +4,7 @@ WORDS = ["butter", "garden", "window", "market", "pencil", "candle", "basket", "
 
 
 class DropVowelsEnv(QuizEnv):
-    """A word with its vowels taken out.
-
-    One word is shown; the agent must write it without the letters a, e, i, o
-    and u."""
+    """A word with its vowels taken out."""
 
     def questions(self, rng):
         word = rng.choice([w for w in WORDS if set(w) - set("aeiou")] or ["rhythm"])

@@ -4,10 +4,7 @@ WORDS = ["apple", "cherry", "melon", "grape", "lemon", "peach", "plum", "mango",
 
 
 class FirstAlphabeticalEnv(QuizEnv):
-    """First or last of two words in alphabetical order.
-
-    Two words are shown and the agent must name the one that comes first, or
-    the one that comes last, in dictionary order."""
+    """First or last of two words in alphabetical order."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 2)

@@ -4,10 +4,7 @@ WORDS = ["house", "engine", "lizard", "paper", "music", "ocean", "tulip", "ancho
 
 
 class FirstLettersEnv(QuizEnv):
-    """The string formed by the first letters of several words.
-
-    Three to five words are shown in order and the agent must join their first
-    letters into one string."""
+    """The string formed by the first letters of several words."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(3, 5))

@@ -5,9 +5,7 @@ WORDS = ["crane", "brick", "flame", "stone", "cloud", "grass", "plant", "shore"]
 
 
 class HiddenWordEnv:
-    """Guess the hidden word from a list.
-
-    Each wrong guess shows which of its letters sit in the right place; five guesses in all."""
+    """Guess the hidden word from a list."""
 
     max_turns = 5
 
@@ -16,8 +14,7 @@ class HiddenWordEnv:
         self.secret = rng.choice(WORDS)
         self.turn = 0
         self.done = False
-        return (f"One of these words is hidden: {', '.join(rng.sample(WORDS, len(WORDS)))}. "
-                f"It has {len(self.secret)} letters. Guess as \\boxed{{...}}, {self.max_turns} tries."), {}
+        return (f"One of these words is hidden: {', '.join(rng.sample(WORDS, len(WORDS)))}. It has {len(self.secret)} letters. Guess as \\boxed{{...}}, {self.max_turns} tries."), {}
 
     def step(self, action):
         if self.done:

@@ -4,10 +4,7 @@ WORDS = ["mountain", "bridge", "castle", "forest", "lantern", "meadow", "harbor"
 
 
 class LetterAtPositionEnv(QuizEnv):
-    """The letter at a given position of a word.
-
-    A word and a position are drawn and the agent must name the letter found
-    there, counting from one."""
+    """The letter at a given position of a word."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

@@ -4,10 +4,7 @@ WORDS = ["river", "mountain", "valley", "forest", "meadow", "canyon", "island", 
 
 
 class LetterTotalEnv(QuizEnv):
-    """The total number of letters in a few words.
-
-    Two to four words are shown and the agent must give how many letters they
-    have in all."""
+    """The total number of letters in a few words."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(2, 4))

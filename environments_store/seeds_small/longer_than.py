@@ -4,10 +4,7 @@ WORDS = ["bread", "cheese", "butter", "honey", "yogurt", "cereal", "pasta", "sal
 
 
 class LongerThanEnv(QuizEnv):
-    """How many words are longer than a given length.
-
-    Five words and a number are shown; the agent must count the words with more
-    letters than that number."""
+    """How many words are longer than a given length."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)

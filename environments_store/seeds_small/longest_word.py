@@ -4,18 +4,14 @@ WORDS = ["cat", "horse", "elephant", "dog", "rabbit", "giraffe", "owl", "penguin
 
 
 class LongestWordEnv(QuizEnv):
-    """The longest or shortest of three words.
-
-    Three words are shown and the agent must name the longest one, or the shortest;
-    ties go to the word that comes first alphabetically."""
+    """The longest or shortest of three words."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         which = rng.choice(["longest", "shortest"])
         # The tie rule keeps the answer well defined for any word list.
         answer = min(shown, key=lambda w: (-len(w) if which == "longest" else len(w), w))
-        return [(f"Which of these words is the {which}: {', '.join(shown)}? If several are "
-                 "equally long, give the one first in alphabetical order.", answer)]
+        return [(f"Which of these words is the {which}: {', '.join(shown)}? If several are equally long, give the one first in alphabetical order.", answer)]
 
     def hint(self):
         return "Tally characters per candidate; on ties, go alphabetically."

@@ -4,15 +4,11 @@ WORDS = ["castle", "dragon", "knight", "wizard", "tower", "shield", "sword", "cr
 
 
 class MiddleLetterEnv(QuizEnv):
-    """The middle letter of a word.
-
-    One word is shown and the agent must name its middle letter; for a word of
-    even length, the left one of the two middle letters."""
+    """The middle letter of a word."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        return [(f"What is the middle letter of the word '{word}'? If it has an even number "
-                 "of letters, give the left one of the two in the middle.",
+        return [(f"What is the middle letter of the word '{word}'? If it has an even number of letters, give the left one of the two in the middle.",
                  word[(len(word) - 1) // 2])]
 
     def hint(self):

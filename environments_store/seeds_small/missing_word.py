@@ -4,18 +4,14 @@ WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", 
 
 
 class MissingWordEnv(QuizEnv):
-    """The word left out of a second list.
-
-    Five words are shown, then the same words shuffled with one left out; the
-    agent must name the missing word."""
+    """The word left out of a second list."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)
         answer = rng.choice(shown)
         rest = [w for w in shown if w != answer]
         rng.shuffle(rest)
-        return [(f"First list: {', '.join(shown)}. Second list: {', '.join(rest)}. Which word "
-                 "of the first list is missing from the second?", answer)]
+        return [(f"First list: {', '.join(shown)}. Second list: {', '.join(rest)}. Which word of the first list is missing from the second?", answer)]
 
     def hint(self):
         return "Cross off matching items pairwise; one remains unmatched."

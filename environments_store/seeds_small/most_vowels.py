@@ -4,16 +4,12 @@ WORDS = ["audio", "rhythm", "banana", "strength", "idea", "crypt", "queue", "pla
 
 
 class MostVowelsEnv(QuizEnv):
-    """The word with the most vowels.
-
-    Three words are shown and the agent must name the one with the most vowels;
-    ties go to the word that comes first alphabetically."""
+    """The word with the most vowels."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         answer = min(shown, key=lambda w: (-sum(c in "aeiou" for c in w), w))
-        return [(f"Which of these words has the most vowels: {', '.join(shown)}? If several "
-                 "tie, give the one first in alphabetical order.", answer)]
+        return [(f"Which of these words has the most vowels: {', '.join(shown)}? If several tie, give the one first in alphabetical order.", answer)]
 
     def hint(self):
         return "Count a, e, i, o and u in each word, then compare the counts."

@@ -4,9 +4,7 @@ WORDS = ["red", "blue", "green", "yellow", "purple", "black", "white", "brown", 
 
 
 class NextInListEnv(QuizEnv):
-    """The word that follows another in a list.
-
-    Six words are shown once; in each of three rounds, name the word right after a given one."""
+    """The word that follows another in a list."""
 
     max_turns = 3
 

@@ -4,10 +4,7 @@ WORDS = ["monday", "tuesday", "friday", "sunday", "morning", "evening", "noon", 
 
 
 class ReverseListEnv(QuizEnv):
-    """A list of words in reverse order.
-
-    Three or four words are shown and the agent must write them from last to
-    first, separated by commas."""
+    """A list of words in reverse order."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(3, 4))

@@ -4,9 +4,7 @@ WORDS = ["garden", "pencil", "rocket", "window", "silver", "planet", "orange", "
 
 
 class ReverseWordEnv(QuizEnv):
-    """Reverse spelling of a word.
-
-    A word is drawn from a list and the agent must spell it backwards."""
+    """Reverse spelling of a word."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

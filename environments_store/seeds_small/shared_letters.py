@@ -4,10 +4,7 @@ WORDS = ["paint", "brush", "color", "canvas", "sketch", "easel", "pastel", "mark
 
 
 class SharedLettersEnv(QuizEnv):
-    """How many different letters two words share.
-
-    Two words are shown and the agent must count the distinct letters that occur
-    in both of them."""
+    """How many different letters two words share."""
 
     def questions(self, rng):
         a, b = rng.sample(WORDS, 2)

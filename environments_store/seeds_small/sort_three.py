@@ -4,15 +4,11 @@ WORDS = ["zebra", "monkey", "bear", "wolf", "eagle", "snake", "otter", "moose", 
 
 
 class SortThreeEnv(QuizEnv):
-    """Sort three words alphabetically.
-
-    Three words are shown and the agent must list them in alphabetical order,
-    separated by commas."""
+    """Sort three words alphabetically."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
-        return [(f"Sort these words alphabetically: {', '.join(shown)}. Give the sorted words "
-                 "separated by commas.", sorted(shown))]
+        return [(f"Sort these words alphabetically: {', '.join(shown)}. Give the sorted words separated by commas.", sorted(shown))]
 
     def hint(self):
         return "Find the word that comes first, then the next among those left."

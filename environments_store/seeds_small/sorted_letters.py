@@ -4,10 +4,7 @@ WORDS = ["listen", "silent", "stone", "notes", "heart", "earth", "night", "thing
 
 
 class SortedLettersEnv(QuizEnv):
-    """The letters of a word in alphabetical order.
-
-    One word is shown and the agent must write all of its letters sorted from a
-    to z."""
+    """The letters of a word in alphabetical order."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

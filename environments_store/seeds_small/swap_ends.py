@@ -4,10 +4,7 @@ WORDS = ["planet", "comet", "galaxy", "rocket", "orbit", "meteor", "nebula", "sa
 
 
 class SwapEndsEnv(QuizEnv):
-    """A word with its first and last letters swapped.
-
-    One word is shown; the agent must write it with its first and last letters
-    exchanged."""
+    """A word with its first and last letters swapped."""
 
     def questions(self, rng):
         word = rng.choice(WORDS)

@@ -4,9 +4,7 @@ WORDS = ["summer", "winter", "autumn", "spring", "rain", "snow", "breeze", "stor
 
 
 class ThreeQuestionsEnv(QuizEnv):
-    """Three questions about one word.
-
-    Its length, first letter and last letter are asked in random order, one per turn, 1/3 each."""
+    """Three questions about one word."""
 
     max_turns = 3
 

@@ -4,16 +4,12 @@ WORDS = ["apple", "grape", "lemon", "mango", "peach", "cherry", "melon", "plum",
 
 
 class WordsWithLetterEnv(QuizEnv):
-    """The words that contain a given letter.
-
-    Five words and a letter from one of them are shown; the agent must list the
-    words that contain the letter, in the order shown, separated by commas."""
+    """The words that contain a given letter."""
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)
         letter = rng.choice(rng.choice(shown))
-        return [(f"Which of these words contain the letter '{letter}': {', '.join(shown)}? "
-                 "List them in the order shown, separated by commas.",
+        return [(f"Which of these words contain the letter '{letter}': {', '.join(shown)}? List them in the order shown, separated by commas.",
                  [w for w in shown if letter in w])]
 
     def hint(self):
