@@ -273,16 +273,20 @@ COMMITTED = ("seeds", "seeds_small", "reasoning_gym")
 """The folders of committed programs under the store (the run folders hold designs)."""
 
 
+def text_record(path: Path, origin: str = "seed") -> EnvRecord:
+    """The record of the program in ``path`` from its text alone (nothing run): enough
+    for the text rules of ``duplicate_reason``."""
+    source = path.read_text(encoding="utf-8")
+    doc = class_doc(source)
+    return EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
+                     False, False, origin, str(path))
+
+
 def committed_programs(root: Path = STORE_ROOT) -> list[EnvRecord]:
     """Records of the programs committed under ``root`` (no run's designs), from their
-    text alone: enough for the text rules of ``duplicate_reason``."""
-    out = []
-    for path in sorted(p for folder in COMMITTED for p in (root / folder).glob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        doc = class_doc(source)
-        out.append(EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
-                             False, False, "seed", str(path)))
-    return out
+    text alone (``text_record``)."""
+    return [text_record(path)
+            for path in sorted(p for folder in COMMITTED for p in (root / folder).glob("*.py"))]
 
 
 def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -> str | None:
@@ -359,8 +363,8 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
 
 
 __all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
-           "record_designs", "duplicate_reason", "known_programs", "refuse_duplicates",
-           "design_stage", "load_designs", "recorded_designs", "validate_program",
+           "record_designs", "text_record", "duplicate_reason", "known_programs",
+           "refuse_duplicates", "design_stage", "load_designs", "recorded_designs", "validate_program",
            "with_reports", "apply_reports"]
 
 

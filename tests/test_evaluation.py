@@ -254,8 +254,7 @@ def test_word_games_are_held_out_from_every_committed_program():
     wrapped generator) under the designer's own duplicate rule, the same-game rule
     included: the agent trains on those and never on these."""
     from spade_tasks.config import MemoryConfig
-    from spade_tasks.designer import committed_programs, duplicate_reason
-    from spade_tasks.environments import EnvRecord, class_doc, env_id_of, title_of
+    from spade_tasks.designer import committed_programs, duplicate_reason, text_record
     from spade_tasks.evaluation.wordgames import GAMES_DIR
 
     known = committed_programs()
@@ -263,10 +262,7 @@ def test_word_games_are_held_out_from_every_committed_program():
     paths = sorted(GAMES_DIR.glob("*.py"))
     assert len(paths) == 8
     for path in paths:
-        source = path.read_text(encoding="utf-8")
-        doc = class_doc(source)
-        rec = EnvRecord(env_id_of(source), source, path.stem, title_of(doc), doc, 1,
-                        False, False, "heldout", str(path))
+        rec = text_record(path, origin="heldout")
         assert duplicate_reason(rec, known, MemoryConfig().dedup_threshold) is None, path.name
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from spade_tasks.config import REPO_ROOT
 from spade_tasks.evaluation.suites import Item, Suite, register_suite
 from spade_tasks.llm.base import with_prefill
+from spade_tasks.sandbox.harness import ENVLIB
 
 GAMES_DIR = REPO_ROOT / "environments_store" / "heldout_small"
 SEEDS_PER_GAME = 16
@@ -32,13 +33,12 @@ SEEDS_PER_GAME = 16
 PREFILL = "\\boxed{"
 MAX_NEW_TOKENS = 48
 """The answer itself, as the small config's rollout caps it: past the box, text is not read."""
-ENVLIB = Path(__file__).resolve().parent.parent / "sandbox" / "envlib" / "spade_env.py"
 
 
 def _envlib():
     """``spade_env``, the library the programs import, loaded from its file once."""
     if "spade_env" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("spade_env", ENVLIB)
+        spec = importlib.util.spec_from_file_location("spade_env", ENVLIB / "spade_env.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules["spade_env"] = module
         spec.loader.exec_module(module)
