@@ -9,7 +9,11 @@ class AlphabetRankEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 4)
         word = rng.choice(shown)
-        return [(f"Sort these words alphabetically: {', '.join(shown)}. At which position, counting from 1, does '{word}' end up?", str(sorted(shown).index(word) + 1))]
+        listed = ", ".join(shown)
+        question = f"Sort these words alphabetically: {listed}."
+        question += f" At which place, counting from 1, is '{word}'?"
+        answer = str(sorted(shown).index(word) + 1)
+        return [(question, answer)]
 
     def hint(self):
-        return "Compare first letters, then second letters on ties, and order the list."
+        return "Compare first letters, then second letters on ties."

@@ -9,8 +9,11 @@ class CountLetterEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         letter = rng.choice("".join(shown))
-        return [(f"How many times does the letter '{letter}' occur in each of these words: {', '.join(shown)}? Give the three counts in order, separated by commas.",
-                 [str(w.count(letter)) for w in shown])]
+        listed = ", ".join(shown)
+        question = f"How often does '{letter}' occur in each of: {listed}?"
+        question += " Give the three counts in order, separated by commas."
+        answer = [str(w.count(letter)) for w in shown]
+        return [(question, answer)]
 
     def hint(self):
-        return "Take the words one at a time and tally the letter as you spell each out."
+        return "Take the words one at a time and tally the letter."

@@ -8,8 +8,11 @@ class CountVowelsEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
-        return [(f"How many vowels (a, e, i, o, u) does each of these words have: {', '.join(shown)}? Give the three counts in order, separated by commas.",
-                 [str(sum(c in "aeiou" for c in w)) for w in shown])]
+        listed = ", ".join(shown)
+        question = f"Count the vowels (a, e, i, o, u) of each word: {listed}."
+        question += " Give the three counts in order, separated by commas."
+        answer = [str(sum(c in "aeiou" for c in w)) for w in shown]
+        return [(question, answer)]
 
     def hint(self):
-        return "Spell out one word at a time and mark its vowels before counting them."
+        return "Spell out one word at a time and mark its vowels."

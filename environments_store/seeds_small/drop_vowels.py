@@ -7,9 +7,11 @@ class DropVowelsEnv(QuizEnv):
     """A word with its vowels taken out."""
 
     def questions(self, rng):
-        word = rng.choice([w for w in WORDS if set(w) - set("aeiou")] or ["rhythm"])
-        return [(f"Remove every vowel (a, e, i, o, u) from the word '{word}'. What is left?",
-                 "".join(c for c in word if c not in "aeiou"))]
+        words = [w for w in WORDS if set(w) - set("aeiou")] or ["rhythm"]
+        word = rng.choice(words)
+        question = f"Remove the vowels (a, e, i, o, u) from '{word}'."
+        answer = "".join(c for c in word if c not in "aeiou")
+        return [(question, answer)]
 
     def hint(self):
-        return "Go letter by letter and keep only the consonants, in their order."
+        return "Go letter by letter and keep only the consonants."

@@ -10,8 +10,9 @@ class FirstAlphabeticalEnv(QuizEnv):
         shown = rng.sample(WORDS, 2)
         which = rng.choice(["first", "last"])
         answer = min(shown) if which == "first" else max(shown)
-        return [(f"Which of these words comes {which} in alphabetical order: {', '.join(shown)}?",
-                 answer)]
+        listed = ", ".join(shown)
+        question = f"Which word comes {which} alphabetically: {listed}?"
+        return [(question, answer)]
 
     def hint(self):
         return "Compare initial letters; break ties on subsequent letters."

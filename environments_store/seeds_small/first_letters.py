@@ -8,8 +8,10 @@ class FirstLettersEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(3, 5))
-        return [(f"Join the first letters of these words, in order: {', '.join(shown)}.",
-                 "".join(w[0] for w in shown))]
+        listed = ", ".join(shown)
+        question = f"Join the first letters of these words: {listed}."
+        answer = "".join(w[0] for w in shown)
+        return [(question, answer)]
 
     def hint(self):
-        return "Take the opening letter of each word from left to right and write them together."
+        return "Write each word's first letter, left to right, as one word."

@@ -14,21 +14,28 @@ class HiddenWordEnv:
         self.secret = rng.choice(WORDS)
         self.turn = 0
         self.done = False
-        return (f"One of these words is hidden: {', '.join(rng.sample(WORDS, len(WORDS)))}. It has {len(self.secret)} letters. Guess as \\boxed{{...}}, {self.max_turns} tries."), {}
+        shown = ", ".join(rng.sample(WORDS, len(WORDS)))
+        size = len(self.secret)
+        text = f"One of these words is hidden: {shown}. It has {size} letters."
+        text += f" Guess as \\boxed{{...}}, {self.max_turns} tries."
+        return text, {}
 
     def step(self, action):
         if self.done:
             return "The episode is over.", 0.0, True, False, {}
         self.turn += 1
         truncated = self.done = self.turn >= self.max_turns
-        guess = extract_boxed(action if isinstance(action, str) else "")
+        text = action if isinstance(action, str) else ""
+        guess = extract_boxed(text)
         if guess is None:
             return "No \\boxed{...} answer found.", -0.1, False, truncated, {}
         if guess.lower() == self.secret:
             self.done = True
             return "Correct!", 1.0, True, False, {}
-        marks = " ".join(c if c == s else "_" for c, s in zip(guess.lower(), self.secret))
-        return f"Wrong. Letters in the right place: {marks}", 0.0, False, truncated, {}
+        pairs = zip(guess.lower(), self.secret)
+        marks = " ".join(c if c == s else "_" for c, s in pairs)
+        feedback = f"Wrong. Letters in the right place: {marks}"
+        return feedback, 0.0, False, truncated, {}
 
     def hint(self):
         return "Cross out any candidate disagreeing on revealed positions."

@@ -9,7 +9,9 @@ class LetterAtPositionEnv(QuizEnv):
     def questions(self, rng):
         word = rng.choice(WORDS)
         k = rng.randint(1, len(word))
-        return [(f"What is letter number {k} of the word '{word}'?", word[k - 1])]
+        question = f"What is letter number {k} of the word '{word}'?"
+        answer = word[k - 1]
+        return [(question, answer)]
 
     def hint(self):
-        return "Spell the word out one letter per line, numbering the lines from one."
+        return "Spell the word out, numbering its letters from one."

@@ -8,8 +8,10 @@ class LetterTotalEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(2, 4))
-        return [(f"How many letters do these words have in all: {', '.join(shown)}?",
-                 str(sum(len(w) for w in shown)))]
+        listed = ", ".join(shown)
+        question = f"How many letters do these words have in all: {listed}?"
+        answer = str(sum(len(w) for w in shown))
+        return [(question, answer)]
 
     def hint(self):
         return "Count each word's letters on its own, then add the counts up."

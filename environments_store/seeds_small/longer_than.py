@@ -9,8 +9,10 @@ class LongerThanEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)
         n = rng.randint(3, 6)
-        return [(f"How many of these words have more than {n} letters: {', '.join(shown)}?",
-                 str(sum(len(w) > n for w in shown)))]
+        listed = ", ".join(shown)
+        question = f"How many of these have more than {n} letters: {listed}?"
+        answer = str(sum(len(w) > n for w in shown))
+        return [(question, answer)]
 
     def hint(self):
-        return "Measure every word and count those whose length beats the number."
+        return "Measure each word and count those longer than the number."

@@ -9,9 +9,13 @@ class LongestWordEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         which = rng.choice(["longest", "shortest"])
+        sign = -1 if which == "longest" else 1
         # The tie rule keeps the answer well defined for any word list.
-        answer = min(shown, key=lambda w: (-len(w) if which == "longest" else len(w), w))
-        return [(f"Which of these words is the {which}: {', '.join(shown)}? If several are equally long, give the one first in alphabetical order.", answer)]
+        answer = min(shown, key=lambda w: (sign * len(w), w))
+        listed = ", ".join(shown)
+        question = f"Which of these words is the {which}: {listed}?"
+        question += " On a tie, give the one first in alphabetical order."
+        return [(question, answer)]
 
     def hint(self):
         return "Tally characters per candidate; on ties, go alphabetically."

@@ -8,8 +8,10 @@ class MiddleLetterEnv(QuizEnv):
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        return [(f"What is the middle letter of the word '{word}'? If it has an even number of letters, give the left one of the two in the middle.",
-                 word[(len(word) - 1) // 2])]
+        question = f"What is the middle letter of the word '{word}'?"
+        question += " With an even count, give the left one of the two."
+        answer = word[(len(word) - 1) // 2]
+        return [(question, answer)]
 
     def hint(self):
-        return "Count the letters, halve the count, and walk in from the start."
+        return "Count the letters, halve the count, walk in from the start."

@@ -11,7 +11,11 @@ class MissingWordEnv(QuizEnv):
         answer = rng.choice(shown)
         rest = [w for w in shown if w != answer]
         rng.shuffle(rest)
-        return [(f"First list: {', '.join(shown)}. Second list: {', '.join(rest)}. Which word of the first list is missing from the second?", answer)]
+        first = ", ".join(shown)
+        second = ", ".join(rest)
+        question = f"First list: {first}. Second list: {second}."
+        question += " Which word of the first is missing from the second?"
+        return [(question, answer)]
 
     def hint(self):
         return "Cross off matching items pairwise; one remains unmatched."

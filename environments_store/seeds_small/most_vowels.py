@@ -9,7 +9,10 @@ class MostVowelsEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
         answer = min(shown, key=lambda w: (-sum(c in "aeiou" for c in w), w))
-        return [(f"Which of these words has the most vowels: {', '.join(shown)}? If several tie, give the one first in alphabetical order.", answer)]
+        listed = ", ".join(shown)
+        question = f"Which of these words has the most vowels: {listed}?"
+        question += " On a tie, give the one first in alphabetical order."
+        return [(question, answer)]
 
     def hint(self):
-        return "Count a, e, i, o and u in each word, then compare the counts."
+        return "Count a, e, i, o and u in each word, then compare."

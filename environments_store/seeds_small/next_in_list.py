@@ -10,9 +10,13 @@ class NextInListEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 6)
-        asked = [(f"Which word comes right after '{shown[i]}'?", shown[i + 1])
-                 for i in rng.sample(range(5), 3)]
-        asked[0] = (f"Remember: {', '.join(shown)}. {asked[0][0]}", asked[0][1])
+        asked = []
+        for i in rng.sample(range(5), 3):
+            question = f"Which word comes right after '{shown[i]}'?"
+            asked.append((question, shown[i + 1]))
+        listed = ", ".join(shown)
+        question, answer = asked[0]
+        asked[0] = (f"Remember: {listed}. {question}", answer)
         return asked
 
     def hint(self):

@@ -9,7 +9,11 @@ class NthWordEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(4, 6))
         k = rng.randint(1, len(shown))
-        return [(f"Here is a list: {', '.join(shown)}. Which word is number {k} in it, counting from 1?", shown[k - 1])]
+        listed = ", ".join(shown)
+        question = f"Here is a list: {listed}. Which word is number {k} in it?"
+        question += " Count from 1."
+        answer = shown[k - 1]
+        return [(question, answer)]
 
     def hint(self):
-        return "Point at the words from the left and count until you reach the number."
+        return "Count the words from the left until you reach the number."

@@ -8,8 +8,11 @@ class ReverseListEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, rng.randint(3, 4))
-        return [(f"Write these words in reverse order, separated by commas: {', '.join(shown)}.",
-                 shown[::-1])]
+        listed = ", ".join(shown)
+        question = f"Write these words in reverse order: {listed}."
+        question += " Separate them with commas."
+        answer = shown[::-1]
+        return [(question, answer)]
 
     def hint(self):
-        return "Start from the end of the list and walk back to its beginning."
+        return "Start from the end of the list and walk back to the start."

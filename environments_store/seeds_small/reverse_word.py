@@ -8,7 +8,9 @@ class ReverseWordEnv(QuizEnv):
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        return [(f"Spell the word '{word}' backwards.", word[::-1])]
+        question = f"Spell the word '{word}' backwards."
+        answer = word[::-1]
+        return [(question, answer)]
 
     def hint(self):
         return "Write the letters down from the last one to the first one."

@@ -8,8 +8,9 @@ class SharedLettersEnv(QuizEnv):
 
     def questions(self, rng):
         a, b = rng.sample(WORDS, 2)
-        return [(f"How many different letters occur in both '{a}' and '{b}'?",
-                 str(len(set(a) & set(b))))]
+        question = f"How many different letters are in both '{a}' and '{b}'?"
+        answer = str(len(set(a) & set(b)))
+        return [(question, answer)]
 
     def hint(self):
-        return "List the distinct letters of the first word and tick those found in the second."
+        return "List the first word's letters and tick those in the second."

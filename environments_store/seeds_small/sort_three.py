@@ -8,7 +8,11 @@ class SortThreeEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 3)
-        return [(f"Sort these words alphabetically: {', '.join(shown)}. Give the sorted words separated by commas.", sorted(shown))]
+        listed = ", ".join(shown)
+        question = f"Sort these words alphabetically: {listed}."
+        question += " Give the sorted words separated by commas."
+        answer = sorted(shown)
+        return [(question, answer)]
 
     def hint(self):
-        return "Find the word that comes first, then the next among those left."
+        return "Pick the word that comes first, then the next of the rest."

@@ -8,8 +8,10 @@ class SortedLettersEnv(QuizEnv):
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        return [(f"Write the letters of the word '{word}' in alphabetical order, as one word.",
-                 "".join(sorted(word)))]
+        question = f"Write the letters of '{word}' in alphabetical order."
+        question += " Write them as one word."
+        answer = "".join(sorted(word))
+        return [(question, answer)]
 
     def hint(self):
-        return "Find the earliest letter of the alphabet first, write it, and repeat."
+        return "Write the earliest letter of the alphabet first, and repeat."

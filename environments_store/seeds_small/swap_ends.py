@@ -8,8 +8,9 @@ class SwapEndsEnv(QuizEnv):
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        return [(f"Swap the first and the last letter of the word '{word}'. What do you get?",
-                 word[-1] + word[1:-1] + word[0])]
+        question = f"Swap the first and last letters of the word '{word}'."
+        answer = word[-1] + word[1:-1] + word[0]
+        return [(question, answer)]
 
     def hint(self):
-        return "Keep the inner letters where they are and exchange only the two ends."
+        return "Keep the inner letters in place and exchange the two ends."

@@ -10,10 +10,14 @@ class ThreeQuestionsEnv(QuizEnv):
 
     def questions(self, rng):
         word = rng.choice(WORDS)
-        asked = rng.sample([("its length", str(len(word))), ("its first letter", word[0]),
-                            ("its last letter", word[-1])], 3)
-        asked = [(f"What is {what}?", answer) for what, answer in asked]
-        asked[0] = (f"The word: '{word}'. {asked[0][0]}", asked[0][1])
+        facts = [("its length", str(len(word)))]
+        facts.append(("its first letter", word[0]))
+        facts.append(("its last letter", word[-1]))
+        asked = []
+        for what, answer in rng.sample(facts, 3):
+            asked.append((f"What is {what}?", answer))
+        question, answer = asked[0]
+        asked[0] = (f"The word: '{word}'. {question}", answer)
         return asked
 
     def hint(self):

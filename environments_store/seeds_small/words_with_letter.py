@@ -9,8 +9,11 @@ class WordsWithLetterEnv(QuizEnv):
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)
         letter = rng.choice(rng.choice(shown))
-        return [(f"Which of these words contain the letter '{letter}': {', '.join(shown)}? List them in the order shown, separated by commas.",
-                 [w for w in shown if letter in w])]
+        listed = ", ".join(shown)
+        question = f"Which of these words contain '{letter}': {listed}?"
+        question += " List them in the order shown, separated by commas."
+        answer = [w for w in shown if letter in w]
+        return [(question, answer)]
 
     def hint(self):
-        return "Check the words one by one and keep those holding the letter, in order."
+        return "Check the words one by one and keep those with the letter."
