@@ -327,6 +327,7 @@ def game_shape(source: str) -> tuple[str, ...] | None:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     _drop_uncalled_quiz_methods(tree)
+    _drop_dead_stores(tree)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list):
@@ -376,6 +377,43 @@ def _drop_uncalled_quiz_methods(tree: ast.Module) -> None:
             isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
             and b.name not in _QUIZ_CALLED and not b.name.startswith("__")
             and b.name not in used)] or [ast.Pass()]
+
+
+def _drop_dead_stores(tree: ast.Module) -> None:
+    """Drop, in place, a function's top-level assignments to a local name that no later
+    statement reads before it is assigned again (or ever): a value computed and thrown
+    away makes no new game (learn-s19 accepted ``reverse_list.py`` with an
+    ``answer = str(sorted(shown))`` that the next ``answer = shown[::-1]`` overwrote).
+    Only plain ``name = ...`` statements in a function's own body; a name a nested
+    statement or a closure reads is kept."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        changed = True
+        while changed:
+            changed = False
+            for i, st in enumerate(fn.body):
+                if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                        and isinstance(st.targets[0], ast.Name)):
+                    continue
+                name = st.targets[0].id
+                if _dead_after(name, fn.body[i + 1:]):
+                    del fn.body[i]
+                    changed = True
+                    break
+
+
+def _dead_after(name: str, rest: list[ast.stmt]) -> bool:
+    """Whether ``name``'s value is not read by ``rest``: the first statement that
+    mentions it assigns it anew without reading it, or none mentions it."""
+    for st in rest:
+        names = [n for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == name]
+        if not names:
+            continue
+        return (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name) and st.targets[0].id == name
+                and not any(isinstance(n.ctx, ast.Load) for n in names))
+    return True
 
 
 def _emptied(node: ast.expr) -> ast.expr:

@@ -756,17 +756,19 @@ def _words(text: str) -> list[str]:
 
 def check_answer_given(ctx: Ctx) -> list[str]:
     """Where the first observation must decide the first answer (as for
-    ``answer_determined``), the answer is not always the same word of the question.
+    ``answer_determined``), the answer is not always the same words of the question.
     Over ``ANSWER_SEEDS`` resets, if one place in the question's words (the k-th, or the
-    k-th from the end) holds the oracle's one-word answer on every seed, a player that
-    copies that word wins every game without doing the task. ``floor_gap``'s quoted
-    player finds such an answer only in quotes: learn-s12 accepted "Which of these
-    words is X in the list?" (answer X) and "First word: X. Which one follows?". A game
-    whose answer moves (a word picked from a shuffled list) passes: over 64 seeds no
-    place holds it every time."""
+    k-th from the end) starts the oracle's answer, word for word, on every seed, a player
+    that copies the words from there wins every game without doing the task.
+    ``floor_gap``'s quoted player finds such an answer only in quotes: learn-s12
+    accepted "Which of these words is X in the list?" (answer X) and "First word: X.
+    Which one follows?"; learn-s19 accepted "First a, b, c words: ..." scored on the
+    list a, b, c as shown, an answer of several words. A game whose answer moves (a word
+    picked from a shuffled list) passes: over 64 seeds no place holds it every time."""
     _first_task_decides(ctx)
     places: set[int] | None = None
     example = ""
+    width = 1  # the most words an answer had
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
         if not ep.load_result.ok:
             return [f"load: {ep.load_result.error}"]
@@ -777,18 +779,25 @@ def check_answer_given(ctx: Ctx) -> list[str]:
                 return [_fault("answer_given", Played(seed, error=o.error),
                                f"{'reset' if not r.ok else 'oracle'} on seed {seed}")]
             answer, words = answer_of(str(o.value)).lower(), _words(str(r.value[0]))
-            if _words(answer) != [answer]:
-                places = set()  # not one word: no place holds it
+            span = _words(answer)
+            if not span:
+                places = set()  # no words (punctuation only): nothing to copy
                 break
-            here = {i for i, w in enumerate(words) if w == answer}
+            n = len(span)
+            here = {i for i in range(len(words) - n + 1) if words[i:i + n] == span}
             here |= {i - len(words) for i in here}  # the same places counted from the end
             places = here if places is None else places & here
+            width = max(width, n)
             example = example or f"{_short(str(r.value[0]))} -> {answer!r}"
             if not places:
                 break
     if places:
         k = min(places, key=abs)
         where = f"word {k + 1}" if k >= 0 else f"word {-k} from the end"
+        if width > 1:
+            return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
+                    f"the words from {where} of the task text on, as shown (seed 0: "
+                    f"{example}); a player that copies them wins without doing the task"]
         return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
                 f"{where} of the task text (seed 0: {example}); a player that copies that "
                 "word wins without doing the task"]

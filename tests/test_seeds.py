@@ -88,6 +88,11 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     (("    def hint(self):", "    def spare(self, w):\n        return w[0]\n\n    def hint(self):"),
      True),
     (("rng.sample(WORDS, 2)", "rng.sample(WORDS, 3)"), True),  # a count (numbers masked)
+    # a value computed and thrown away (learn-s19: an answer overwritten before it is
+    # returned; a local never read)
+    (("        answer = min(shown) if", "        answer = max(shown)\n        answer = min(shown) if"),
+     True),
+    (("        listed = ", "        spare = rng.random()\n        listed = "), True),
     # the question reworded, the same answer computed (learn-s7's first accepted design
     # was a seed whose question had a sentence added)
     (("Which word comes", "Which word is"), True),

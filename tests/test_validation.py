@@ -428,6 +428,41 @@ def test_answer_given_passes_an_answer_shown_at_a_place_that_moves(sandbox, cfg)
     assert "word 4 from the end" in report.reasons[0], report.reasons  # before "Answer as ..."
 
 
+SHOWN_LIST = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class FirstWordsEnv(QuizEnv):
+        \"\"\"The words of a list.\"\"\"
+
+        def questions(self, rng):
+            shown = rng.sample(WORDS, rng.randint(3, 5))
+            listed = ", ".join(shown)
+            question = f"First these words: {listed}. Count from 1."
+            answer = [w for w in shown]
+            return [(question, answer)]
+
+        def hint(self):
+            return "Read the words."
+""")
+
+
+def test_answer_given_finds_an_answer_of_several_words_copied_as_shown(sandbox, cfg):
+    """learn-s19 accepted a quiz scored on the list its question shows, as shown: the
+    answer is several words, always starting at the same place of the text, so copying
+    the text from there wins. The same list asked reversed passes."""
+    report = validate_source(SHOWN_LIST, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_given:"), report.reasons
+    assert "the words from word 4 of the task text on" in report.reasons[0], report.reasons
+    reversed_ = SHOWN_LIST.replace("[w for w in shown]", "shown[::-1]")
+    report = validate_source(reversed_, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_given"]
+    assert check.status == "pass", check.detail
+
+
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
     report = validate_source(QUIZ, sandbox, cfg)
     assert report.accepted, report.reasons
