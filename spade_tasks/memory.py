@@ -393,11 +393,8 @@ def _drop_dead_stores(tree: ast.Module) -> None:
         while changed:
             changed = False
             for i, st in enumerate(fn.body):
-                if not (isinstance(st, ast.Assign) and len(st.targets) == 1
-                        and isinstance(st.targets[0], ast.Name)):
-                    continue
-                name = st.targets[0].id
-                if _dead_after(name, fn.body[i + 1:]):
+                name = _assigned_name(st)
+                if name is not None and _dead_after(name, fn.body[i + 1:]):
                     del fn.body[i]
                     changed = True
                     break
@@ -410,10 +407,17 @@ def _dead_after(name: str, rest: list[ast.stmt]) -> bool:
         names = [n for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == name]
         if not names:
             continue
-        return (isinstance(st, ast.Assign) and len(st.targets) == 1
-                and isinstance(st.targets[0], ast.Name) and st.targets[0].id == name
-                and not any(isinstance(n.ctx, ast.Load) for n in names))
+        return _assigned_name(st) == name and not any(
+            isinstance(n.ctx, ast.Load) for n in names)
     return True
+
+
+def _assigned_name(st: ast.stmt) -> str | None:
+    """The name a plain ``name = ...`` statement assigns; None for any other statement."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(
+            st.targets[0], ast.Name):
+        return st.targets[0].id
+    return None
 
 
 def _emptied(node: ast.expr) -> ast.expr:

@@ -794,13 +794,11 @@ def check_answer_given(ctx: Ctx) -> list[str]:
     if places:
         k = min(places, key=abs)
         where = f"word {k + 1}" if k >= 0 else f"word {-k} from the end"
-        if width > 1:
-            return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
-                    f"the words from {where} of the task text on, as shown (seed 0: "
-                    f"{example}); a player that copies them wins without doing the task"]
+        told, copied = ((f"the words from {where} of the task text on, as shown", "them")
+                        if width > 1 else (f"{where} of the task text", "that word"))
         return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
-                f"{where} of the task text (seed 0: {example}); a player that copies that "
-                "word wins without doing the task"]
+                f"{told} (seed 0: {example}); a player that copies {copied} wins without "
+                "doing the task"]
     ctx.notes["answer_given"] = "no place in the task text holds the answer on every seed"
     return []
 
