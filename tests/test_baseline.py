@@ -78,11 +78,14 @@ def test_fixed_mode_designs_nothing_and_pools_the_fixed_programs(tmp_path, runti
     assert {r.class_name for r in drawn} == {"HigherLowerEnv", "GcdEnv"}
 
 
-def test_default_config_pools_seeds_and_reasoning_gym():
+def test_baseline_config_pools_what_spade_starts_from():
     cfg = load_config(REPO / "configs" / "cpu-tiny-fixed.yaml")
     assert cfg.designer.mode == "fixed" and not cfg.designer.training
-    assert set(cfg.designer.fixed_pool) == {SEEDS, RG_DIR}
     spade = load_config(REPO / "configs" / "cpu-tiny.yaml")
+    # The agent's fixed games are the ones SPADE's memory starts from: the two runs
+    # differ in the designer alone, not in how winnable their first games are.
+    assert [p.resolve() for p in cfg.designer.fixed_pool] == [
+        p.resolve() for p in spade.designer.seed_pool]
     assert cfg.run.name != spade.run.name
     # The benchmark compares the two on the designer alone: the agent plays and learns
     # the same way in both.
