@@ -238,6 +238,11 @@ class WarmstartConfig(_Section):
     content from the text it is given, and each design differs with its document."""
     docs_per_program: int = Field(3, ge=1, le=1000)
     """Pairs per program, each with a different grounding document."""
+    variant_pairs: float = Field(0.0, ge=0.0, le=1.0)
+    """Share of each program's pairs taught under the variant prompt (``designer.variants``):
+    another source program is shown as the memory program to grow from, and the target
+    is this one, so the designer learns that a variant is not the program it is shown.
+    0: every pair has the plain prompt."""
     steps: int = Field(0, ge=0, le=100_000)
     """Supervised steps of the first warm start (0: none)."""
     batch_size: int = Field(1, ge=1, le=4096)

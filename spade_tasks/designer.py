@@ -94,13 +94,13 @@ def _example_block(e: MemoryEntry) -> str:
 
 
 def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
-                 style: str = "full", parent: MemoryEntry | None = None) -> list[dict]:
+                 style: str = "full", parent: str | None = None) -> list[dict]:
     """The chat messages for one design: the setting's contract, then the task.
 
     What every design of a generation shares (contract, memory examples, titles) comes
     before the document, so the backend computes that long common prefix once for the
-    whole batch (``TransformersBackend._share_prefixes``). A variant design (``parent``)
-    is shown that one memory program, asked to grow a different game out of it, in
+    whole batch (``TransformersBackend._share_prefixes``). A variant design (``parent``,
+    a memory program's source) is shown that one program, asked to grow a different game out of it, in
     place of the examples, which ask for the opposite ("not a variation")."""
     files = SHORT_SYSTEM_PROMPTS if style == "short" else SYSTEM_PROMPTS
     system = (PROMPTS / files[setting]).read_text(encoding="utf-8")
@@ -113,7 +113,7 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
         document = "Choose any theme you like for your environment."
     if parent is not None:
         ex = Template((PROMPTS / VARIANT_PROMPT).read_text(encoding="utf-8")).substitute(
-            parent=_clip(parent.record.source.strip(), EXAMPLE_CHARS))
+            parent=_clip(parent.strip(), EXAMPLE_CHARS))
     elif examples.positives:
         shown = "\n\n".join(_example_block(e) for e in examples.positives)
         ex = ("Environments from the memory that challenged the agent at the right level "
@@ -195,7 +195,8 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
     ``parents`` (one per document) makes a design a variant of that memory program."""
     setting = cfg.designer.setting
     parents = parents or [None] * len(docs)
-    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt, parent),
+    prompts = [with_prefill(build_prompt(d, examples, setting, cfg.designer.prompt,
+                                         parent.record.source if parent else None),
                             cfg.designer.prefill)
                for d, parent in zip(docs, parents)]
     overrides = {key: value for key, value in (("temperature", cfg.designer.temperature),

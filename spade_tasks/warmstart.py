@@ -182,22 +182,28 @@ def ground_in_document(source: str, doc) -> str:
 
 
 def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_program: int,
-                titles: list[str] | None = None) -> list[Pair]:
+                titles: list[str] | None = None, seed: int = 0) -> list[Pair]:
     """``docs_per_program`` pairs per program, each under its own document (drawn in
     order from ``docs``, cycling), in the prompt the designer sees (no memory examples;
     the other programs' titles as the environments not to write again). With
-    ``warmstart.document_words``, a program's ``WORDS`` list comes from its document."""
+    ``warmstart.document_words``, a program's ``WORDS`` list comes from its document.
+    The last ``round(warmstart.variant_pairs * docs_per_program)`` pairs of a program
+    have the variant prompt, each showing another program (drawn with ``seed``) as
+    the parent, as a design grown from the memory sees it."""
     dcfg = cfg.designer
     all_titles = titles if titles is not None else [
         title_of(class_doc(p.source)) for p in programs]
+    n_variant = round(cfg.warmstart.variant_pairs * docs_per_program) if len(programs) > 1 else 0
+    rng = random.Random(seed)
     out: list[Pair] = []
     k = 0
-    for p in programs:
+    for i, p in enumerate(programs):
         if assistant_target(p.source, dcfg.prefill) is None:
             continue
         own = title_of(class_doc(p.source))
         shown = [t for t in all_titles if t and t != own] if cfg.memory.enabled else []
-        for _ in range(docs_per_program):
+        others = [q for j, q in enumerate(programs) if j != i]
+        for n in range(docs_per_program):
             doc = docs[k % len(docs)] if docs else None
             k += 1
             source = ground_in_document(p.source, doc) if cfg.warmstart.document_words \
@@ -205,8 +211,9 @@ def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_progr
             target = assistant_target(source, dcfg.prefill)
             if target is None:
                 continue
+            parent = rng.choice(others).source if n >= docs_per_program - n_variant else None
             prompt = build_prompt(doc, PromptExamples([], [], shown), dcfg.setting,
-                                  dcfg.prompt)
+                                  dcfg.prompt, parent)
             out.append(Pair(p.origin, with_prefill(prompt, dcfg.prefill), target))
     return out
 
@@ -339,7 +346,7 @@ def first_pairs(cfg: Config, tokenizer, seed: int) -> tuple[list[Program], list[
     programs = select_programs(programs_in(list(ws.sources)), cfg.designer.setting,
                                ws.max_similarity)
     docs = draw_documents(len(programs) * ws.docs_per_program, seed, cfg.corpus)
-    pairs = build_pairs(programs, docs, cfg, ws.docs_per_program)
+    pairs = build_pairs(programs, docs, cfg, ws.docs_per_program, seed=seed)
     return programs, tokenize_pairs(tokenizer, pairs, ws.max_tokens,
                                     cfg.designer.max_new_tokens)
 

@@ -107,7 +107,7 @@ def test_a_variant_prompt_shows_its_parent_instead_of_the_examples(tmp_path):
         pool = memory.entries(store, "r")
         ex = memory.prompt_examples(store, "r", 1, MemoryConfig(), seed=0)
     parent = pool[0]
-    user = build_prompt(DOCS[0], ex, "games", parent=parent)[1]["content"]
+    user = build_prompt(DOCS[0], ex, "games", parent=parent.record.source)[1]["content"]
     shown = re.sub(r"\n{3,}", "\n\n", parent.record.source.strip())  # as the prompt tidies it
     assert shown in user and "Grow a different game" in user
     assert "Go beyond them" not in user and "harbour number 0" in user

@@ -87,6 +87,27 @@ def test_pairs_vary_the_document_and_never_show_the_target():
         assert name not in p.prompt[1]["content"]
 
 
+def test_variant_pairs_show_another_program_as_the_one_to_grow_from():
+    progs = ws.select_programs(_all(), "games", 0.5)[:3]
+    cfg = CFG.model_copy(update={"warmstart": WarmstartConfig(variant_pairs=0.5)})
+    pairs = ws.build_pairs(progs, DOCS, cfg, docs_per_program=4, seed=1)
+    grown = [p for p in pairs if "Grow a different game" in p.prompt[1]["content"]]
+    assert len(pairs) == 12 and len(grown) == 6  # the last 2 of each program's 4
+    for p in pairs:
+        target = extract_program(PREFILL + p.target)
+        name = next(n.name for n in ast.parse(target).body if isinstance(n, ast.ClassDef))
+        # The program shown is never the one to write: a variant is a different game.
+        assert name not in p.prompt[1]["content"]
+    names = [next(n.name for n in ast.parse(q.source).body if isinstance(n, ast.ClassDef))
+             for q in progs]
+    for p in grown:  # one of the other programs is shown
+        assert sum(f"class {n}" in p.prompt[1]["content"] for n in names) == 1
+    assert ws.build_pairs(progs, DOCS, cfg, docs_per_program=4, seed=1) == pairs  # seeded
+    # One program has no other to show: plain pairs only.
+    assert not any("Grow a different game" in p.prompt[1]["content"]
+                   for p in ws.build_pairs(progs[:1], DOCS, cfg, docs_per_program=4))
+
+
 WORDY = ('import random\n\nWORDS = ["apple", "brick", "cloud", "delta", "ember", "frost"]\n\n\n'
          'class WordEnv:\n    """Spell a word."""\n    max_turns = 1\n')
 
