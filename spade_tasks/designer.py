@@ -100,8 +100,9 @@ def build_prompt(doc: Document | None, examples: PromptExamples, setting: str,
     What every design of a generation shares (contract, memory examples, titles) comes
     before the document, so the backend computes that long common prefix once for the
     whole batch (``TransformersBackend._share_prefixes``). A variant design (``parent``,
-    a memory program's source) is shown that one program, asked to grow a different game out of it, in
-    place of the examples, which ask for the opposite ("not a variation")."""
+    a memory program's source) is shown that one program, asked to grow a different game
+    out of it, in place of the examples, which ask for the opposite ("not a
+    variation")."""
     files = SHORT_SYSTEM_PROMPTS if style == "short" else SYSTEM_PROMPTS
     system = (PROMPTS / files[setting]).read_text(encoding="utf-8")
     if doc is not None:
