@@ -11,6 +11,7 @@ memory refused as a near-duplicate or already held) does not count.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -164,9 +165,20 @@ def report(cfg, run: str | None = None, png: Path | None = None,
             store.close()
     png = plot(rows, png or cfg.run.root / run / "report.png", f"SPADE run {run}")
     if mlflow and parent:
+        from mlflow.exceptions import MlflowException
+
         from spade_tasks.tracking import _client
 
-        _client(cfg.tracking.mlflow_uri).log_artifact(parent, str(png), "report")
+        try:
+            _client(cfg.tracking.mlflow_uri).log_artifact(parent, str(png), "report")
+        except MlflowException as e:
+            # A run read from another store (a copied run folder, another --root): the
+            # report is still good; only the upload has nowhere to go.
+            if e.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            print(f"spade report: MLflow run {parent} of {run} is not in "
+                  f"{cfg.tracking.mlflow_uri}; the curves were not logged there",
+                  file=sys.stderr)
     return {"run": run, "generations": rows}, png
 
 

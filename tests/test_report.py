@@ -82,6 +82,22 @@ def test_report_command_json_and_png(tmp_path, capsys):
     assert "no_code 1" in text and "duplicate 2" in text
 
 
+def test_report_of_a_run_whose_mlflow_store_is_elsewhere_still_prints(tmp_path, capsys):
+    root = tmp_path / "runs"
+    with Store(root / "r" / "spade.duckdb") as store:
+        _fill(store)
+        # Its MLflow run lives in a store this config does not name (a copied run folder).
+        store.upsert("runs", {"run": "r", "mlflow_run_id": "0" * 32})
+    cfg = tmp_path / "c.yaml"
+    uri = f"sqlite:///{tmp_path}/m.db"
+    cfg.write_text(f"run:\n  name: r\n  root: {root}\ntracking:\n  mlflow_uri: {uri}\n")
+    assert main(["report", "--config", str(cfg), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [g["accepted"] for g in json.loads(out)["generations"]] == [1, 0]
+    said = [ln for ln in err.splitlines() if "0" * 32 in ln]
+    assert len(said) == 1 and uri in said[0] and "Traceback" not in err
+
+
 def test_report_of_a_missing_run_is_one_line_error(tmp_path, capsys):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"run:\n  root: {tmp_path}\n")
