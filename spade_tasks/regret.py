@@ -223,6 +223,13 @@ DUPLICATE_PROGRESS = (REJECTION_STAGES.index("parse") + 0.999) / len(REJECTION_S
 shows the whole contract but fails every later check. Below that, a designer learns to
 break its programs to escape a copy's floor (measured: README, "Learning on the
 default"); above it, copying would earn more than trying and failing later."""
+FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "floor_gap"})
+"""Rejections that mean a player wins without doing the task (an empty or echoed answer,
+the answer copied from the question, another uninformed player): the program runs and
+gets through most checks, but what it pays for is not a task. Like a duplicate they
+earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
+earned more than most honest failures and the designer drifted towards them (learn-s21:
+``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
 """The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")
@@ -285,10 +292,11 @@ def rejection_progress(reasons: Sequence[str], source: str | None, text: str = "
     """How far a rejected design got, in [0, 1): its first reason's check position in
     ``REJECTION_STAGES``, refined inside the first stages (which part of the program
     parses, which parts of the contract appear) so that designs failing the same early
-    check still differ. Gaming rejections (``GAMING_CHECKS``) make no progress past
-    parsing; a check this list does not know counts as the first dynamic one."""
+    check still differ. Gaming rejections (``GAMING_CHECKS``, ``FREE_WIN_CHECKS``) make
+    no progress past parsing; a check this list does not know counts as the first
+    dynamic one."""
     name = check_name(reasons[0]) if reasons else "no_code"
-    if name == "duplicate":
+    if name == "duplicate" or name in FREE_WIN_CHECKS:
         return DUPLICATE_PROGRESS
     if name in GAMING_CHECKS:
         return 0.0

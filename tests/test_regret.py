@@ -234,7 +234,7 @@ def test_contract_fraction_counts_parts_in_text_that_may_not_parse():
 def test_progress_follows_the_validator_order():
     order = ["parse: no python code block", "parse: line 1: x", "env_class: y", "imports: z",
              "load: boom", "step_return: bad", "gymnasium: w", "oracle_feasible: no",
-             "non_trivial: echo", "resource_bounds: slow"]
+             "answer_determined: two answers", "resource_bounds: slow"]
     got = [rejection_progress([r], _GOOD if not r.startswith("parse: no") else None, "")
            for r in order]
     assert got == sorted(got) and len(set(got)) == len(got)
@@ -276,6 +276,17 @@ def test_a_duplicate_earns_what_parsing_earns_and_no_more():
     assert rejection_progress(["parse: line 1: invalid syntax"], broken) <= dup
     assert rejection_progress(["parse: x"], _GOOD) <= dup
     assert rejection_progress(["hint_leak: x"], _GOOD) < dup
+
+
+@pytest.mark.parametrize("reason", ["answer_given: the answer is word 3 of the question",
+                                    "non_trivial: echo policy wins", "floor_gap: quoted 0.9"])
+def test_a_game_won_without_doing_the_task_earns_what_a_duplicate_earns(reason):
+    free = rejection_progress([reason], _GOOD)
+    assert free == rejection_progress(["duplicate: the same game as x"], _GOOD)
+    # Not its place near the end of the order: a program that crashes on its first step,
+    # or fails to reach a solvable state, earns more than one a copier wins.
+    assert free < rejection_progress(["step_return: bad"], _GOOD)
+    assert free < rejection_progress(["oracle_feasible: no"], _GOOD)
 
 
 def test_unknown_check_counts_as_the_first_dynamic_one():
