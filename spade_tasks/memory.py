@@ -328,6 +328,7 @@ def game_shape(source: str) -> tuple[str, ...] | None:
         return None
     _drop_uncalled_quiz_methods(tree)
     _drop_dead_stores(tree)
+    _drop_told_appends(tree)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list):
@@ -354,7 +355,7 @@ def game_shape(source: str) -> tuple[str, ...] | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 id(node) in told or any(c.isspace() for c in node.value.strip())):
             node.value = " "
-    return tuple(_code_tokens(ast.unparse(tree)))
+    return tuple(_code_tokens(ast.unparse(tree), keep=BEHAVIOUR_NAMES))
 
 
 _QUIZ_CALLED = frozenset({"questions", "hint", "reset", "step", "oracle"})
@@ -400,6 +401,27 @@ def _drop_dead_stores(tree: ast.Module) -> None:
                     break
 
 
+def _drop_told_appends(tree: ast.Module) -> None:
+    """Drop, in place, the statements of a ``questions`` method that add a fixed text to
+    its question (``question += " On each step, swap its letters."``): a sentence added
+    to how the task is told makes no new game (learn-s21 accepted ``reverse_word.py``
+    so). Only where the name is a question the method returns (the first of a returned
+    pair) and the text has no expression in it; what shows more data stays."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                fn.name != "questions":
+            continue
+        told = {pair.elts[0].id for ret in ast.walk(fn) if isinstance(ret, ast.Return)
+                and isinstance(ret.value, ast.List) for pair in ret.value.elts
+                if isinstance(pair, ast.Tuple) and len(pair.elts) == 2
+                and isinstance(pair.elts[0], ast.Name)}
+        fn.body = [st for st in fn.body if not (
+            isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
+            and isinstance(st.target, ast.Name) and st.target.id in told
+            and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str))
+        ] or [ast.Pass()]
+
+
 def _dead_after(name: str, rest: list[ast.stmt]) -> bool:
     """Whether ``name``'s value is not read by ``rest``: the first statement that
     mentions it assigns it anew without reading it, or none mentions it."""
@@ -430,7 +452,28 @@ def _emptied(node: ast.expr) -> ast.expr:
     return node
 
 
-def _code_tokens(source: str) -> list[str]:
+def _behaviour_names() -> frozenset[str]:
+    import builtins
+    import collections
+    import math
+    import string
+
+    modules = (builtins, math, random, string, itertools, collections, re)
+    types = (str, list, dict, set, tuple, int, float, random.Random, collections.Counter)
+    return frozenset(n for owner in modules + types for n in dir(owner)
+                     if not n.startswith("_"))
+
+
+BEHAVIOUR_NAMES = _behaviour_names()
+"""Names the same-game rule keeps when it masks names: the builtins, the methods of the
+builtin types and the functions of the modules a design may import. ``min(shown)`` and
+``sorted(shown)``, ``w.count(x)`` and ``w.index(x)`` compute different answers; only the
+names a program chooses itself are masked (learn-s21: with a sentence added to its
+question no longer telling them apart, "the word with the fewest letters" scored by
+``min`` was the same game as ``sort_three.py`` scored by ``sorted``)."""
+
+
+def _code_tokens(source: str, keep: frozenset[str] = frozenset()) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
     # constants still matches; string literals (the task's text) and structure remain.
     # Callers empty the data tables first (``without_data``).
@@ -439,7 +482,8 @@ def _code_tokens(source: str) -> list[str]:
         for t in tokenize.generate_tokens(io.StringIO(source).readline):
             if t.type in _SKIP:
                 continue
-            if t.type == tokenize.NAME and not keyword.iskeyword(t.string):
+            if t.type == tokenize.NAME and not keyword.iskeyword(t.string) \
+                    and t.string not in keep:
                 toks.append("ID")
             elif t.type == tokenize.NUMBER:
                 toks.append("0")

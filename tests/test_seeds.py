@@ -96,6 +96,10 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # the question reworded, the same answer computed (learn-s7's first accepted design
     # was a seed whose question had a sentence added)
     (("Which word comes", "Which word is"), True),
+    # a sentence added to the question (learn-s21: `reverse_word.py` with
+    # `question += " On each step, swap its letters."`)
+    (("        return [(question, answer)]",
+      '        question += " Take your time."\n        return [(question, answer)]'), True),
     # other words in the table a mode is drawn from (learn-s10's designs drew unused
     # modes such as `rng.choice(["next", "letter"])`): the same computations
     (('"first", "last"', '"first", "middle"'), True),
@@ -103,7 +107,14 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # played differently: another game
     (('which == "first"', 'which == "last"'), False),  # the word that picks behaviour
     (("min(shown) if", "min(shown, key=len) if"), False),  # another answer
+    # another builtin computes another answer (names the program picks are masked,
+    # the builtins', methods' and modules' names it calls are not)
+    (("min(shown) if", "max(shown) if"), False),
+    (("shown", "picked"), True),  # a local renamed everywhere
     (("{listed}?", "{listed} ({len(shown)} words)?"), False),  # more shown
+    (("        return [(question, answer)]",  # more shown, by an added line
+      '        question += f" ({len(shown)} words)"\n        return [(question, answer)]'),
+     False),
 ])
 def test_same_game_rule_sees_through_retelling_only(change, same):
     from spade_tasks.memory import game_shape
