@@ -404,8 +404,8 @@ def _drop_dead_stores(tree: ast.Module) -> None:
 def _drop_told_appends(tree: ast.Module) -> None:
     """Drop, in place, the statements of a ``questions`` method that add a fixed text to
     its question (``question += " On each step, swap its letters."``): a sentence added
-    to how the task is told makes no new game (learn-s21 accepted ``reverse_word.py``
-    so). Only where the name is a question the method returns (the first of a returned
+    to how the task is told makes no new game (learn-s21 accepted a reverse-spelling
+    game it already had, so). Only where the name is a question the method returns (the first of a returned
     pair) and the text has no expression in it; what shows more data stays."""
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \

@@ -96,7 +96,7 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # the question reworded, the same answer computed (learn-s7's first accepted design
     # was a seed whose question had a sentence added)
     (("Which word comes", "Which word is"), True),
-    # a sentence added to the question (learn-s21: `reverse_word.py` with
+    # a sentence added to the question (learn-s21: a reverse-spelling game it had, with
     # `question += " On each step, swap its letters."`)
     (("        return [(question, answer)]",
       '        question += " Take your time."\n        return [(question, answer)]'), True),
