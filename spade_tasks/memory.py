@@ -405,8 +405,9 @@ def _drop_told_appends(tree: ast.Module) -> None:
     """Drop, in place, the statements of a ``questions`` method that add a fixed text to
     its question (``question += " On each step, swap its letters."``): a sentence added
     to how the task is told makes no new game (learn-s21 accepted a reverse-spelling
-    game it already had, so). Only where the name is a question the method returns (the first of a returned
-    pair) and the text has no expression in it; what shows more data stays."""
+    game it already had, so). Only where the name is a question the method returns
+    (the first of a returned pair) and the text has no expression in it; what shows
+    more data stays."""
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
                 fn.name != "questions":
@@ -465,8 +466,9 @@ def _behaviour_names() -> frozenset[str]:
 
 
 BEHAVIOUR_NAMES = _behaviour_names()
-"""Names the same-game rule keeps when it masks names: the builtins, the methods of the
-builtin types and the functions of the modules a design may import. ``min(shown)`` and
+"""Names the same-game rule keeps where they are called when it masks names: the
+builtins, the methods of the builtin types and the functions of the modules a design
+may import. ``min(shown)`` and
 ``sorted(shown)``, ``w.count(x)`` and ``w.index(x)`` compute different answers; only the
 names a program chooses itself are masked (learn-s21: with a sentence added to its
 question no longer telling them apart, "the word with the fewest letters" scored by
@@ -476,22 +478,25 @@ question no longer telling them apart, "the word with the fewest letters" scored
 def _code_tokens(source: str, keep: frozenset[str] = frozenset()) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
     # constants still matches; string literals (the task's text) and structure remain.
-    # Callers empty the data tables first (``without_data``).
+    # A name in ``keep`` stays where it is called (``min(``, ``.count(``): a variable
+    # renamed to ``count`` is still only a name. Callers empty the data tables first
+    # (``without_data``).
     try:
-        toks = []
-        for t in tokenize.generate_tokens(io.StringIO(source).readline):
-            if t.type in _SKIP:
-                continue
-            if t.type == tokenize.NAME and not keyword.iskeyword(t.string) \
-                    and t.string not in keep:
-                toks.append("ID")
-            elif t.type == tokenize.NUMBER:
-                toks.append("0")
-            else:
-                toks.append(t.string)
+        lexed = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                 if t.type not in _SKIP]
     except (tokenize.TokenError, SyntaxError):
         # Only lexing, never executing; an unlexable program still gets a crude split.
-        toks = re.findall(r"\w+|[^\w\s]", source)
+        return re.findall(r"\w+|[^\w\s]", source)
+    toks = []
+    for i, t in enumerate(lexed):
+        called = i + 1 < len(lexed) and lexed[i + 1].string == "("
+        if t.type == tokenize.NAME and not keyword.iskeyword(t.string) and not (
+                called and t.string in keep):
+            toks.append("ID")
+        elif t.type == tokenize.NUMBER:
+            toks.append("0")
+        else:
+            toks.append(t.string)
     return toks
 
 

@@ -111,6 +111,7 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # the builtins', methods' and modules' names it calls are not)
     (("min(shown) if", "max(shown) if"), False),
     (("shown", "picked"), True),  # a local renamed everywhere
+    (("shown", "count"), True),  # renamed to a method's name: still a name, not a call
     (("{listed}?", "{listed} ({len(shown)} words)?"), False),  # more shown
     (("        return [(question, answer)]",  # more shown, by an added line
       '        question += f" ({len(shown)} words)"\n        return [(question, answer)]'),
