@@ -100,6 +100,10 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     # `question += " On each step, swap its letters."`)
     (("        return [(question, answer)]",
       '        question += " Take your time."\n        return [(question, answer)]'), True),
+    # the same, written as an f-string with nothing in it (learn-s22: `sort_three.py` with
+    # `question += f" Separate them with commas."`)
+    (("        return [(question, answer)]",
+      '        question += f" Take your time."\n        return [(question, answer)]'), True),
     # other words in the table a mode is drawn from (learn-s10's designs drew unused
     # modes such as `rng.choice(["next", "letter"])`): the same computations
     (('"first", "last"', '"first", "middle"'), True),
