@@ -318,17 +318,18 @@ _PROSE_METHODS = frozenset({"hint"})
 @functools.lru_cache(maxsize=1024)  # the duplicate rule asks again for every known program
 def game_shape(source: str) -> tuple[str, ...] | None:
     """What a program does, apart from how it is told: its tokens with the data tables
-    emptied, docstrings, comments and ``hint()`` dropped, and names, numbers and told text
-    (f-strings, sentences) masked. Two programs of one shape are one game (new words, a
-    reworded question, docstring or hint, a renamed class or a retuned count make no new
-    game). None if it does not parse."""
+    emptied, docstrings, comments and ``hint()`` dropped, a quiz's question-building
+    statements dropped, and names, numbers and told text (f-strings, sentences) masked.
+    Two programs of one shape are one game (new words, a reworded or retold question,
+    docstring or hint, a renamed class or a retuned count make no new game). None if it
+    does not parse."""
     try:
         tree = pysyntax.parse(without_data(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     _drop_uncalled_quiz_methods(tree)
+    _drop_told_question(tree)  # before the dead stores: what only the question read goes
     _drop_dead_stores(tree)
-    _drop_told_appends(tree)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list):
@@ -401,13 +402,16 @@ def _drop_dead_stores(tree: ast.Module) -> None:
                     break
 
 
-def _drop_told_appends(tree: ast.Module) -> None:
-    """Drop, in place, the statements of a ``questions`` method that add a fixed text to
-    its question (``question += " On each step, swap its letters."``): a sentence added
-    to how the task is told makes no new game (learn-s21 accepted a reverse-spelling
-    game it already had, so). Only where the name is a question the method returns
-    (the first of a returned pair) and the text has no expression in it; what shows
-    more data stays."""
+def _drop_told_question(tree: ast.Module) -> None:
+    """Drop, in place, the statements of a ``questions`` method that build the question it
+    returns (``question = ...``, ``question += ...``): a quiz's game is the answer it
+    computes from its draws, and the question is how that game is told. Whatever the
+    question shows, ``answer_determined`` has already checked that it shows enough to
+    find the answer. Sentences added to a question (learn-s21, learn-s22) and drawn
+    values it shows that the answer never reads (learn-s23 accepted ``reverse_list.py``
+    six times with "Swap the first {rng.randint(1, 3)} words" in its question) make no
+    new game. Only top-level statements of the method, only where the name is the first
+    of a returned pair, and not where the answer's computation reads the question."""
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
                 fn.name != "questions":
@@ -416,20 +420,19 @@ def _drop_told_appends(tree: ast.Module) -> None:
                 and isinstance(ret.value, ast.List) for pair in ret.value.elts
                 if isinstance(pair, ast.Tuple) and len(pair.elts) == 2
                 and isinstance(pair.elts[0], ast.Name)}
-        fn.body = [st for st in fn.body if not (
-            isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
-            and isinstance(st.target, ast.Name) and st.target.id in told
-            and _fixed_text(st.value))
-        ] or [ast.Pass()]
+        builds = [st for st in fn.body if _question_target(st) in told]
+        rest = [st for st in fn.body if st not in builds and not isinstance(st, ast.Return)]
+        if not builds or any(isinstance(n, ast.Name) and n.id in told
+                             for st in rest for n in ast.walk(st)):
+            continue
+        fn.body = [st for st in fn.body if st not in builds] or [ast.Pass()]
 
 
-def _fixed_text(node: ast.expr) -> bool:
-    """Whether ``node`` is a text with nothing computed in it: a string, or an f-string
-    without a placeholder (learn-s22 accepted ``sort_three.py`` with its added sentence
-    written ``f" Separate them with commas."``)."""
-    if isinstance(node, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant) for v in node.values)
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _question_target(st: ast.stmt) -> str | None:
+    """The name a ``name = ...`` or ``name += ...`` statement writes; None otherwise."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+        return st.target.id
+    return _assigned_name(st)
 
 
 def _dead_after(name: str, rest: list[ast.stmt]) -> bool:

@@ -116,10 +116,15 @@ def test_a_small_seed_over_other_words_is_a_duplicate_of_it():
     (("min(shown) if", "max(shown) if"), False),
     (("shown", "picked"), True),  # a local renamed everywhere
     (("shown", "count"), True),  # renamed to a method's name: still a name, not a call
-    (("{listed}?", "{listed} ({len(shown)} words)?"), False),  # more shown
-    (("        return [(question, answer)]",  # more shown, by an added line
+    # the question shows more of the same draws: the same answer, told more fully
+    (("{listed}?", "{listed} ({len(shown)} words)?"), True),
+    (("        return [(question, answer)]",
       '        question += f" ({len(shown)} words)"\n        return [(question, answer)]'),
-     False),
+     True),
+    # the question shows a drawn value the answer never reads (learn-s23: `reverse_list.py`
+    # asked as "Swap the first {rng.randint(1, 3)} words of the list", scored reversed)
+    (("comes {which} alphabetically", "comes {which} of the first {rng.randint(1, 3)}"),
+     True),
 ])
 def test_same_game_rule_sees_through_retelling_only(change, same):
     from spade_tasks.memory import game_shape
@@ -128,6 +133,21 @@ def test_same_game_rule_sees_through_retelling_only(change, same):
     old, new = change
     assert old in seed
     assert (game_shape(seed.replace(old, new)) == game_shape(seed)) == same
+
+
+def test_same_game_rule_keeps_a_question_the_answer_reads():
+    """The question's statements are dropped only where the answer does not read the
+    question: an answer taken from the question's own text depends on how it is built."""
+    from spade_tasks.memory import game_shape
+
+    seed = (Path("environments_store/seeds_small") / "first_alphabetical.py").read_text()
+    reads = seed.replace("        return [(question, answer)]",
+                         "        answer = question.split()[-1]\n"
+                         "        return [(question, answer)]")
+    assert reads != seed
+    other = reads.replace("alphabetically: {listed}?", "alphabetically: {listed} {which}")
+    assert other != reads
+    assert game_shape(reads) != game_shape(other)
 
 
 def test_same_game_rule_keeps_the_helpers_a_quiz_calls():
