@@ -410,8 +410,9 @@ def _drop_told_question(tree: ast.Module) -> None:
     find the answer. Sentences added to a question (learn-s21, learn-s22) and drawn
     values it shows that the answer never reads make no new game (learn-s23's 7 accepted
     designs of generation 7 all score ``reverse_list.py``'s answer, asked as "Swap the
-    first {rng.randint(1, 3)} elements of the list" and the like). Only top-level statements of the method, only where the name is the first
-    of a returned pair, and not where the answer's computation reads the question."""
+    first {rng.randint(1, 3)} elements of the list" and the like). Only top-level
+    statements of the method, only where the name is the first of a returned pair, and
+    not where the answer's computation reads the question."""
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
                 fn.name != "questions":
