@@ -277,6 +277,15 @@ class RolloutConfig(_Section):
     """G: episodes per environment without hint (and as many with hint, same seeds)."""
     pool_sample: int = Field(2, ge=0, le=4096)
     """Environments drawn from the memory pool each generation besides new designs."""
+    pool_priority: Literal["uniform", "spread"] = "uniform"
+    """How the pool is drawn: ``uniform``, or ``spread``: weighted by the chance that a
+    group of ``episodes_per_env`` holds a win and a loss at the environment's earlier
+    no-hint win rate (``regret.spread_chance``), so games the agent sometimes wins, and
+    games not yet played, come first."""
+    flat_rounds: int = Field(0, ge=0, le=64)
+    """When every environment's no-hint episodes returned the same (the agent has no
+    gradient this generation), up to this many more rounds of ``pool_sample`` pool
+    games are played, until one group has spread; 0 is off."""
     max_new_tokens: int = Field(96, ge=1, le=32768)
     """Tokens per agent turn."""
     max_context_tokens: int = Field(2048, ge=128, le=1_000_000)

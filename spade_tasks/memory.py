@@ -54,6 +54,7 @@ from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_reco
                                       record_from_meta, save_record, seed_paths)
 from spade_tasks.errors import SpadeError
 from spade_tasks.records import MemoryReport, Scores, Verdicts
+from spade_tasks.regret import is_win, spread_chance
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import validate_source_cached
 
@@ -257,12 +258,32 @@ def prompt_examples(store: Store, run: str, k: int, cfg: MemoryConfig | None = N
 
 
 def pool_sample(store: Store, run: str, n: int, seed: int,
-                exclude: Collection[str] = ()) -> list[EnvRecord]:
-    """``n`` active environments drawn uniformly without replacement (seeded) for the
-    agent's rollouts; fewer when the pool is smaller."""
+                exclude: Collection[str] = (), *, priority: str = "uniform",
+                generation: int = 0, group: int = 1) -> list[EnvRecord]:
+    """``n`` active environments drawn without replacement (seeded) for the agent's
+    rollouts; fewer when the pool is smaller.
+
+    ``priority="uniform"``: every environment alike. ``"spread"``: each weighted by
+    ``regret.spread_chance`` of its no-hint wins before ``generation`` for a group of
+    ``group`` episodes, so the games the agent has sometimes won, and those not yet
+    played, come before those it has never won (prioritised level replay's idea:
+    replay the levels with something left to learn). Weighted draws without replacement
+    by Efraimidis and Spirakis' keys ``u ** (1 / w)``."""
     es = [e for e in entries(store, run) if e.env_id not in set(exclude)]
-    picked = random.Random(seed).sample(es, min(n, len(es)))
-    return [e.record for e in picked]
+    rng = random.Random(seed)
+    if priority == "uniform":
+        return [e.record for e in rng.sample(es, min(n, len(es)))]
+    if priority != "spread":
+        raise ValueError(f"pool priority must be 'uniform' or 'spread', got {priority!r}")
+    returns = queries.no_hint_returns_by_env(store, run, generation)
+
+    def weight(e: MemoryEntry) -> float:
+        rets = returns.get(e.env_id, [])
+        return spread_chance(sum(map(is_win, rets)), len(rets), group)
+
+    keyed = sorted(((rng.random() ** (1.0 / weight(e)), i) for i, e in enumerate(es)),
+                   reverse=True)
+    return [es[i].record for _, i in keyed[:n]]
 
 
 # -- similarity ----------------------------------------------------------------------

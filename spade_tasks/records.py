@@ -136,6 +136,8 @@ class Played(Record):
     hints_env_refused: int
     environments_overflow: tuple[str, ...]
     environments_unhinted: tuple[str, ...]
+    flat_rounds: int = 0
+    """Extra rounds of pool games played because no group had spread (``rollout.flat_rounds``)."""
     rollout_workers: int
     rollout_tokens: int
     rollout_tokens_per_s: float

@@ -47,6 +47,7 @@ from spade_tasks.hints import leaks, model_hints, probe
 from spade_tasks.llm.base import (Backend, Completion, SamplingParams, render_prompts,
                                   with_prefill)
 from spade_tasks.records import Played, Verdicts
+from spade_tasks.regret import grouped_advantages
 from spade_tasks.sandbox import Episode, Sandbox
 from spade_tasks.seeds import derive
 from spade_tasks.store import Store, queries
@@ -344,17 +345,24 @@ def overflowing(results: Sequence[EpisodeResult]) -> dict[str, str]:
 # -- the flow's stage ---------------------------------------------------------------------
 
 
-def rollout_stage(rt: StageRuntime, generation: int, verdicts: Verdicts) -> Played:
-    """Play this generation's accepted environments plus a sample of the memory pool,
-    without and with hints, and record every episode and turn."""
-    cfg, store, run = rt.cfg, rt.store, rt.run
-    seed = rt.seed(generation, salt=7)
-    new = [r for r in (load_record(store, e) for e in verdicts.accepted_env_ids)
-           if r is not None]
-    pool = memory.pool_sample(store, run, cfg.rollout.pool_sample, seed,
-                              exclude=[r.env_id for r in new])
-    envs = new + pool
-    backend = rt.backend()
+@dataclass
+class _Round:
+    """One round of the rollout stage: the environments played and what came of it."""
+
+    envs: list[EnvRecord]
+    results: list[EpisodeResult]
+    hints_model: int
+    hints_refused: int
+    unhinted: list[str]
+    tokens: int
+    seconds: float
+
+
+def _play_round(rt: StageRuntime, backend: Backend, envs: list[EnvRecord], seed: int,
+                name: str) -> _Round:
+    """Hint every environment (its own ``hint()`` when it leaks no answer, else a
+    model-written one), then play each without and with it."""
+    cfg = rt.cfg
     # The oracle's answers on this generation's episode seeds (and each hint() there):
     # no hint that contains one is shown, whoever wrote it. Environments without hint(),
     # or whose hint() leaks or fails on any of the seeds, get a model-written hint,
@@ -372,14 +380,58 @@ def rollout_stage(rt: StageRuntime, generation: int, verdicts: Verdicts) -> Play
     # environment sits this generation out (its design is scored as unmeasured).
     unhinted = [r.env_id for r in need if r.env_id not in hints]
     envs = [r for r in envs if r.env_id not in unhinted]
-    n_episodes = 2 * cfg.rollout.episodes_per_env * len(envs)
     t0 = time.perf_counter()
-    with progress.stage("rollout", total=n_episodes) as bar:
+    with progress.stage(name, total=2 * cfg.rollout.episodes_per_env * len(envs)) as bar:
         results = rollout(backend, rt.sandbox, envs, cfg.rollout, seed, hints,
-                          sampling=SamplingParams.from_config(cfg.model), answers=answers)
+                          sampling=SamplingParams.from_config(rt.cfg.model), answers=answers)
         tokens = sum(len(t.token_ids) for r in results for t in r.turns)
         bar.advance(len(results), tokens)
-    seconds = time.perf_counter() - t0
+    return _Round(envs, results, len(hints), len(refused), unhinted, tokens,
+                  time.perf_counter() - t0)
+
+
+def agent_has_gradient(results: Sequence[EpisodeResult]) -> bool:
+    """Some environment's episodes without a hint returned differently, so the agent
+    has a sample with a non-zero advantage (the grouping training uses)."""
+    mine = [r for r in results if not r.with_hint]
+    return any(a != 0.0 for a in grouped_advantages([r.ret for r in mine],
+                                                    [r.env_id for r in mine]))
+
+
+def rollout_stage(rt: StageRuntime, generation: int, verdicts: Verdicts) -> Played:
+    """Play this generation's accepted environments plus a sample of the memory pool,
+    without and with hints, and record every episode and turn.
+
+    When no environment's episodes differ, the agent has nothing to learn from this
+    generation: up to ``rollout.flat_rounds`` more rounds of pool games are played
+    until one does."""
+    cfg, store, run = rt.cfg, rt.store, rt.run
+    seed = rt.seed(generation, salt=7)
+    new = [r for r in (load_record(store, e) for e in verdicts.accepted_env_ids)
+           if r is not None]
+    tried = [r.env_id for r in new]
+
+    def draw(salt: int) -> list[EnvRecord]:
+        picked = memory.pool_sample(store, run, cfg.rollout.pool_sample,
+                                    seed if salt == 0 else derive(seed, "flat", salt),
+                                    exclude=tried, priority=cfg.rollout.pool_priority,
+                                    generation=generation, group=cfg.rollout.episodes_per_env)
+        tried.extend(r.env_id for r in picked)
+        return picked
+
+    backend = rt.backend()
+    pool = draw(0)
+    rounds = [_play_round(rt, backend, new + pool, seed, "rollout")]
+    for k in range(1, cfg.rollout.flat_rounds + 1):
+        if agent_has_gradient([r for rd in rounds for r in rd.results]):
+            break
+        more = draw(k)
+        if not more:
+            break
+        pool += more
+        rounds.append(_play_round(rt, backend, more, seed, f"rollout (flat round {k})"))
+    results = [r for rd in rounds for r in rd.results]
+    tokens, seconds = sum(rd.tokens for rd in rounds), sum(rd.seconds for rd in rounds)
     record_episodes(store, run, generation, results)
     # A program that paid past 1.0 leaves the pool (its episodes counted capped).
     overflow = overflowing(results)
@@ -388,11 +440,14 @@ def rollout_stage(rt: StageRuntime, generation: int, verdicts: Verdicts) -> Play
     memory.drop_flagged(store, run)
     return Played(
         episode_ids=[r.episode_id for r in results],
-        episodes=len(results), environments=[r.env_id for r in envs],
+        episodes=len(results), environments=[r.env_id for rd in rounds for r in rd.envs],
         environments_new=len(new), environments_pool=len(pool),
-        hints_model=len(hints), hints_dropped=len(unhinted),
-        hints_env_refused=len(refused), environments_overflow=sorted(overflow),
-        environments_unhinted=unhinted, rollout_workers=cfg.model.replicas,
+        hints_model=sum(rd.hints_model for rd in rounds),
+        hints_dropped=sum(len(rd.unhinted) for rd in rounds),
+        hints_env_refused=sum(rd.hints_refused for rd in rounds),
+        environments_overflow=sorted(overflow),
+        environments_unhinted=[e for rd in rounds for e in rd.unhinted],
+        flat_rounds=len(rounds) - 1, rollout_workers=cfg.model.replicas,
         rollout_tokens=tokens, rollout_tokens_per_s=tokens / seconds if seconds else 0.0,
         end_reasons=dict(Counter(r.end_reason for r in results)))
 

@@ -233,3 +233,36 @@ def test_without_data_empties_literal_tables_only():
     assert out.splitlines()[:3] == ["WORDS = []", "PAIRS = {}", "LIVE = [x for x in range(3)]"]
     assert "TABLE: tuple = ()" in out and 'return ["kept", 1]' in out
     assert without_data("def (:\n") == "def (:\n"  # unparsable: left for the crude split
+
+
+def _episodes(store, env_id, generation, returns, with_hint=False):
+    for k, ret in enumerate(returns):
+        store.upsert("episodes", {
+            "run": "r", "generation": generation, "episode_id": f"{env_id}-{with_hint}-{k}",
+            "env_id": env_id, "seed": k, "with_hint": with_hint, "hint": None, "return": ret,
+            "turns": 1, "terminated": True, "truncated": False, "end_reason": "terminated",
+            "final_observation": None, "error": None})
+
+
+def test_spread_priority_draws_games_never_won_least(store):
+    seeds = put_seeds(store, ALL[:3])
+    lost, won, unplayed = (r.env_id for r in seeds)
+    _episodes(store, lost, 0, [0.0] * 24)  # 24 losses: p = 1/26
+    _episodes(store, won, 0, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # 2 of 8
+    _episodes(store, won, 0, [1.0] * 8, with_hint=True)  # hinted wins do not count
+    _episodes(store, lost, 1, [1.0] * 8)  # nor the generation being drawn for, or later
+    first = {}
+    for seed in range(300):
+        got = memory.pool_sample(store, "r", 1, seed, priority="spread", generation=1, group=8)
+        first[got[0].env_id] = first.get(got[0].env_id, 0) + 1
+    assert first[lost] < first[won] < first[unplayed]
+    assert first[lost] < 0.2 * 300
+    # deterministic, without replacement, and the exclusions hold
+    two = memory.pool_sample(store, "r", 2, 7, priority="spread", generation=1, group=8)
+    assert two == memory.pool_sample(store, "r", 2, 7, priority="spread", generation=1, group=8)
+    assert len({r.env_id for r in two}) == 2
+    rest = memory.pool_sample(store, "r", 5, 7, exclude={unplayed}, priority="spread",
+                              generation=1, group=8)
+    assert {r.env_id for r in rest} == {lost, won}
+    with pytest.raises(ValueError, match="pool priority"):
+        memory.pool_sample(store, "r", 1, 0, priority="hardest")

@@ -92,7 +92,8 @@ def test_summaries_keep_the_keys_the_flow_always_logged():
     assert PLAYED.to_summary() == {
         "episodes": 2, "environments": ["e"], "environments_new": 1, "environments_pool": 0,
         "hints_model": 1, "hints_dropped": 0, "hints_env_refused": 0,
-        "environments_overflow": [], "environments_unhinted": [], "rollout_workers": 1,
+        "environments_overflow": [], "environments_unhinted": [], "flat_rounds": 0,
+        "rollout_workers": 1,
         "rollout_tokens": 12, "rollout_tokens_per_s": 3.5, "end_reasons": {"terminated": 2}}
     assert list(SCORES.to_summary()) == ["environments_played", "regret_mean",
                                          "win_rate_no_hint", "win_rate_hint",

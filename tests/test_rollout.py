@@ -539,3 +539,55 @@ def test_stage_replaces_a_leaking_hint_and_drops_an_overflowing_environment(sand
         assert out.to_summary()["environments_overflow"] == ["greedyenv"]
         assert load_record(store, greedy.env_id).flag.startswith("reward_overflow: ")
         assert [e.env_id for e in memory.entries(store, "r")] == [leaky.env_id]
+
+
+def _even_seed_wins(conv):
+    """Says "win" when the episode's seed is even: QuickEnv's groups hold wins and losses."""
+    seed = re.search(r"seed (\d+)", conv[1]["content"])
+    return "win" if seed and int(seed.group(1)) % 2 == 0 else "lose"
+
+
+@pytest.mark.parametrize("flat_rounds", [0, 2])
+def test_flat_generation_plays_more_pool_games_until_a_group_has_spread(sandbox, tmp_path,
+                                                                      flat_rounds):
+    from spade_tasks import memory
+    from spade_tasks.environments import save_record
+    from spade_tasks.records import Verdicts
+    from spade_tasks.rollout import agent_has_gradient, rollout_stage
+
+    new, flat, spread = record("SlowEnv"), record("TruncEnv"), record("QuickEnv")
+    with Store(tmp_path / "s.duckdb") as store:
+        for rec in (new, flat, spread):
+            save_record(store, rec)
+            store.upsert("memory", memory._new_row("r", rec.env_id, 0))
+        # QuickEnv was lost often before, so the spread priority draws TruncEnv first
+        for k in range(24):
+            store.upsert("episodes", {
+                "run": "r", "generation": 0, "episode_id": f"old-{k}", "env_id": "quickenv",
+                "seed": k, "with_hint": False, "hint": None, "return": 0.0, "turns": 1,
+                "terminated": True, "truncated": False, "end_reason": "terminated",
+                "final_observation": None, "error": None})
+        rt = _StageRt(store, sandbox, ScriptedBackend(_even_seed_wins))
+        rt.cfg = rt.cfg.model_copy(update={"rollout": rt.cfg.rollout.model_copy(update={
+            "episodes_per_env": 4, "pool_sample": 1, "pool_priority": "spread",
+            "flat_rounds": flat_rounds})})
+        out = rollout_stage(rt, 1, Verdicts(accepted_env_ids=[new.env_id]))
+        returns = {}
+        for r in store.rows('SELECT env_id, "return" AS ret FROM episodes'
+                            " WHERE generation = 1 AND NOT with_hint"):
+            returns.setdefault(r["env_id"], set()).add(r["ret"])
+        # SlowEnv and TruncEnv return the same in every episode: no gradient from them
+        assert returns["slowenv"] == {1.0} and returns["truncenv"] == {0.0}
+        if flat_rounds == 0:
+            assert out.flat_rounds == 0 and out.environments == ("slowenv", "truncenv")
+            assert "quickenv" not in returns
+        else:
+            # one more round: QuickEnv, whose episodes differ; then it stops
+            assert out.flat_rounds == 1 and out.environments_pool == 2
+            assert out.environments == ("slowenv", "truncenv", "quickenv")
+            assert returns["quickenv"] == {0.0, 1.0}
+        assert out.episodes == 2 * 4 * len(out.environments) == store.count("episodes",
+                                                                            generation=1)
+        # the agent has a gradient this generation exactly when the extra round ran
+        assert any(len(v) > 1 for v in returns.values()) == (flat_rounds > 0)
+        assert not agent_has_gradient([])

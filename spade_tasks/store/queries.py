@@ -347,6 +347,17 @@ def no_hint_returns(store: Store, run: str, generation: int) -> list[dict]:
                       [run, generation])
 
 
+def no_hint_returns_by_env(store: Store, run: str, before: int) -> dict[str, list[float]]:
+    """The returns of every episode played without a hint before generation ``before``,
+    by environment."""
+    out: dict[str, list[float]] = {}
+    for r in store.rows('SELECT env_id, "return" AS ret FROM episodes WHERE run = ?'
+                        " AND generation < ? AND NOT with_hint ORDER BY episode_id",
+                        [run, before]):
+        out.setdefault(r["env_id"], []).append(r["ret"])
+    return out
+
+
 def no_hint_return_summary(store: Store, run: str, generation: int) -> dict:
     """``{r, n}``: mean return and count of one generation's no-hint episodes."""
     return store.rows(
