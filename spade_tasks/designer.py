@@ -31,7 +31,8 @@ from spade_tasks.memory import (MemoryEntry, PromptExamples, entries, features, 
 from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.store import Store, queries
-from spade_tasks.validation import Report, validate_source
+from spade_tasks.validation import (PROBE_SEEDS, PROBE_WORDS, Report, answer_behaviour,
+                                    env_class_name, validate_source)
 
 if TYPE_CHECKING:
     from spade_tasks.stage_runtime import StageRuntime
@@ -313,16 +314,52 @@ def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -
     return None
 
 
+_ANSWERS: dict[str, str | None] = {}
+"""``answer_behaviour`` by env_id (a hash of the program): known programs are asked again
+by every generation's designs, and a program's answers never change."""
+
+
+def _answers(rec: EnvRecord, sandbox: Sandbox) -> str | None:
+    if "QuizEnv" not in rec.source:  # only a quiz takes the probe words
+        return None
+    if rec.env_id not in _ANSWERS:
+        # Committed programs are known from their text alone: their class is read again.
+        _ANSWERS[rec.env_id] = answer_behaviour(
+            sandbox, rec.source, env_class_name(rec.source) or rec.class_name)
+    return _ANSWERS[rec.env_id]
+
+
+def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
+                        sandbox: Sandbox) -> str | None:
+    """``"duplicate: ..."`` when ``rec`` is a quiz that, over the same probe words,
+    shows the same words and answers as a known quiz on every probe seed
+    (``validation.answer_behaviour``): the same game in other code or other words, which
+    the text rules of ``duplicate_reason`` cannot see."""
+    mine = _answers(rec, sandbox)
+    if mine is None:
+        return None
+    for k in known:
+        if k.env_id != rec.env_id and _answers(k, sandbox) == mine:
+            return (f"duplicate: the same game as {k.env_id} ({k.title or k.class_name}): "
+                    f"over the same {len(PROBE_WORDS)} words it shows the same words and "
+                    f"gives the same answers on {PROBE_SEEDS} seeds")
+    return None
+
+
 def refuse_duplicates(store: Store, run: str, generation: int, designs: list[Design],
-                      threshold: float) -> list[Design]:
+                      threshold: float, sandbox: Sandbox | None = None) -> list[Design]:
     """Apply the duplicate rule to the accepted designs, in order: each is compared with
-    the known programs and with the designs accepted before it in this batch. A duplicate
-    is rejected (it earns the rejected reward, never regret)."""
+    the known programs and with the designs accepted before it in this batch, by text
+    (``duplicate_reason``) and, given a ``sandbox``, by what a quiz computes
+    (``same_answers_reason``). A duplicate is rejected (it earns the rejected reward,
+    never regret)."""
     known = known_programs(store, run, generation)
     out = []
     for d in designs:
         if d.accepted and d.record is not None:
             why = duplicate_reason(d.record, known, threshold)
+            if why is None and sandbox is not None:
+                why = same_answers_reason(d.record, known, sandbox)
             if why:
                 d = replace(d, accepted=False, reasons=[why], record=None)
             else:
@@ -332,13 +369,14 @@ def refuse_duplicates(store: Store, run: str, generation: int, designs: list[Des
 
 
 def record_designs(store: Store, run: str, generation: int, designs: list[Design],
-                   root: Path = STORE_ROOT, dedup_threshold: float | None = None) -> list[Design]:
+                   root: Path = STORE_ROOT, dedup_threshold: float | None = None,
+                   sandbox: Sandbox | None = None) -> list[Design]:
     """Refuse duplicates, write accepted programs (content-addressed) and their
     ``environments`` rows (never over another's), and replace this generation's
     ``designs`` and ``validations`` rows (rerun-safe). ``dedup_threshold`` defaults to
-    ``memory.dedup_threshold``'s default."""
+    ``memory.dedup_threshold``'s default; ``sandbox`` runs the duplicate rule's quizzes."""
     threshold = MemoryConfig().dedup_threshold if dedup_threshold is None else dedup_threshold
-    designs = refuse_duplicates(store, run, generation, designs, threshold)
+    designs = refuse_duplicates(store, run, generation, designs, threshold, sandbox)
     out = []
     for d in designs:
         if d.accepted and d.record is not None:
@@ -365,7 +403,7 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
 
 
 __all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
-           "record_designs", "text_record", "duplicate_reason", "known_programs",
+           "record_designs", "text_record", "duplicate_reason", "same_answers_reason", "known_programs",
            "refuse_duplicates", "design_stage", "load_designs", "recorded_designs", "validate_program",
            "with_reports", "apply_reports"]
 
@@ -463,6 +501,6 @@ def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
     (near-duplicates of known programs refused); returns the verdicts."""
     out = record_designs(rt.store, rt.run, generation,
                          with_reports(designs, reports, rt.run, generation),
-                         dedup_threshold=rt.cfg.memory.dedup_threshold)
+                         dedup_threshold=rt.cfg.memory.dedup_threshold, sandbox=rt.sandbox)
     return Verdicts(accepted_env_ids=[d.env_id for d in out if d.accepted],
                     rejected=sum(not d.accepted for d in out))

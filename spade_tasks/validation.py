@@ -412,6 +412,42 @@ def behaviour_fingerprint(episodes: dict[int, Played]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
+WORDS_OPTION = "spade_words"
+"""The reset option that makes a ``QuizEnv`` draw from other words (envlib)."""
+PROBE_WORDS = ("kettle", "apricot", "zebra", "moon", "quartz", "lilac", "umbrella", "fig",
+               "gnome", "harbor", "jasmine", "vivid", "oxen", "breeze", "ladder", "sky")
+"""The words every quiz draws from for ``answer_behaviour``: lengths 3 to 8, first
+letters all different, vowels from none to four, so different games over them answer
+differently."""
+PROBE_SEEDS = 16
+"""Resets ``answer_behaviour`` records."""
+
+
+def answer_behaviour(sandbox: Sandbox, source: str, class_name: str) -> str | None:
+    """What a quiz computes, apart from its data and how it is told: a hash of, on each
+    of ``PROBE_SEEDS`` seeds with its word tables set to ``PROBE_WORDS`` (a
+    ``QuizEnv``'s ``WORDS_OPTION``), the probe words its first question shows and the
+    oracle's first answer. Two quizzes with the same hash compute the same answer from
+    the same shown words, however their code and questions read (``shown[::-1]`` and
+    ``list(reversed(shown))``; "Reverse the list" and "Swap the first 2 of the list"):
+    the same game for the duplicate rule. None for a program that is not such a quiz
+    (no word table, no oracle) or that fails on the probe words."""
+    items = []
+    with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
+        if not ep.load_result.ok or not ep.meta.has_oracle:
+            return None
+        for seed in range(PROBE_SEEDS):
+            r = ep.reset(seed, {WORDS_OPTION: list(PROBE_WORDS)})
+            if not r.ok or not isinstance(r.value[1], dict) or not r.value[1].get("tables"):
+                return None
+            o = ep.oracle()
+            if not o.ok or not isinstance(o.value, str):
+                return None
+            shown = sorted(set(_words(str(r.value[0]))) & set(PROBE_WORDS))
+            items.append([shown, o.value])
+    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:32]
+
+
 def _fault(check: str, p: Played, what: str) -> str:
     kind = p.error.split(":", 1)[0]
     name = {"timeout": "limits", "memory": "limits", "crash": "limits",

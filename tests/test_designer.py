@@ -427,6 +427,7 @@ def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandb
         cfg = CFG.model_copy(update={"memory": MemoryConfig(enabled=False, dedup_threshold=1.0)})
         run = "r"
 
+    Rt.sandbox = sandbox
     source, _, detail = DUPLICATES["behaviour"]
     designs = _designs([GOOD, source])
     reports = [validate_program(d.source, sandbox.cfg, CFG.validation) for d in designs]
@@ -437,6 +438,29 @@ def test_flow_path_carries_the_fingerprint_to_the_duplicate_rule(tmp_path, sandb
         assert verdicts.accepted_env_ids == (env_id_of(GOOD),) and verdicts.rejected == 1
         row = store.rows("SELECT reasons FROM designs WHERE design_idx = 1")[0]
         assert row["reasons"][0].startswith("duplicate: ") and detail in row["reasons"][0]
+
+
+def test_flow_path_refuses_a_committed_quiz_in_other_code(tmp_path, sandbox):
+    """``apply_reports`` hands the run's sandbox to the duplicate rule, which runs the
+    quizzes: `reverse_list.py`'s answer in other code under another question (learn-s23)
+    is refused even in a run whose store holds no program."""
+    from spade_tasks.designer import apply_reports
+    from tests.test_seeds import REVERSE_RETOLD
+
+    class Rt:
+        cfg = CFG
+        run = "r"
+
+    Rt.sandbox = sandbox
+    designs = _designs([REVERSE_RETOLD])
+    reports = [validate_program(d.source, sandbox.cfg, CFG.validation) for d in designs]
+    assert reports[0]["accepted"], reports[0]["reasons"]
+    with Store(tmp_path / "s.duckdb") as store:
+        Rt.store = store
+        verdicts = apply_reports(Rt, 0, designs, reports)
+        assert verdicts.accepted_env_ids == () and verdicts.rejected == 1
+        (why,) = store.rows("SELECT reasons FROM designs")[0]["reasons"]
+        assert why.startswith("duplicate: the same game as") and "gives the same answers" in why
 
 
 # -- designer-only rules: the committed programs and the fixed pool's generators --------

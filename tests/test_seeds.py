@@ -168,3 +168,57 @@ def test_same_game_rule_keeps_the_helpers_a_quiz_calls():
         with_pick(called, "min(shown, key=len)"))
     assert game_shape(with_pick(seed, "min(shown)")) == game_shape(
         with_pick(seed, "min(shown, key=len)")) == game_shape(seed)
+
+
+HELDOUT_SMALL = sorted(Path("environments_store/heldout_small").glob("*.py"))
+REVERSE_LIST = (Path("environments_store/seeds_small") / "reverse_list.py").read_text()
+# learn-s23's designs: `reverse_list.py`'s answer in other code, under a question that asks
+# something else and over the document's own words; the text rules saw another game
+REVERSE_RETOLD = REVERSE_LIST.replace(
+    'WORDS = ["monday",', 'WORDS = ["police", "car", "stolen", "child", "inside", "monday",'
+).replace("Write these words in reverse order: {listed}.",
+          "Swap the first {rng.randint(1, 3)} words of the list: {listed}."
+).replace("answer = shown[::-1]", "answer = list(reversed(shown))").replace(
+    "ReverseListEnv", "SwapFirstEnv")
+
+
+def _behaviour(sandbox, source):
+    from spade_tasks.validation import answer_behaviour, env_class_name
+
+    return answer_behaviour(sandbox, source, env_class_name(source))
+
+
+def test_answer_behaviour_sees_the_same_answers_through_other_code_words_and_questions(sandbox):
+    from spade_tasks.designer import duplicate_reason, same_answers_reason
+    from spade_tasks.environments import EnvRecord, env_id_of
+
+    def record(source):
+        return EnvRecord(env_id_of(source), source, "X", "", "", 1, True, True, "designed", "")
+
+    assert REVERSE_RETOLD.count("list(reversed(shown))") == 1 and "Swap the" in REVERSE_RETOLD
+    assert _behaviour(sandbox, REVERSE_RETOLD) == _behaviour(sandbox, REVERSE_LIST) is not None
+    # the text rules see another game; the behaviour rule does not
+    known = [record(REVERSE_LIST)]
+    assert duplicate_reason(record(REVERSE_RETOLD), known, 0.9) is None
+    why = same_answers_reason(record(REVERSE_RETOLD), known, sandbox)
+    assert why is not None and why.startswith("duplicate: the same game as"), why
+    # another answer from the same draws, and the same answer from fewer words shown,
+    # are other games
+    sorted_ = REVERSE_RETOLD.replace("list(reversed(shown))", "sorted(shown)")
+    assert _behaviour(sandbox, sorted_) != _behaviour(sandbox, REVERSE_LIST)
+    hidden = REVERSE_LIST.replace('listed = ", ".join(shown)', 'listed = ", ".join(shown[1:])')
+    assert hidden != REVERSE_LIST
+    assert _behaviour(sandbox, hidden) != _behaviour(sandbox, REVERSE_LIST)
+    assert same_answers_reason(record(sorted_), known, sandbox) is None
+
+
+def test_no_two_committed_quizzes_compute_the_same_answers(sandbox):
+    """The behaviour rule refuses none of the committed games as a copy of another:
+    every small seed and held-out quiz with a word table has its own answers."""
+    behaviours = {p.name: _behaviour(sandbox, p.read_text()) for p in SMALL + HELDOUT_SMALL}
+    measured = {name: b for name, b in behaviours.items() if b is not None}
+    assert len(measured) >= 25, sorted(set(behaviours) - set(measured))
+    assert len(set(measured.values())) == len(measured)
+    # not a quiz: nothing to compare
+    seed = SEEDS[0].read_text()
+    assert "QuizEnv" not in seed and _behaviour(sandbox, seed) is None

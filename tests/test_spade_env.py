@@ -591,3 +591,24 @@ def test_quiz_env_reset_draws_from_a_nudged_stream_only_when_asked():
     flips = {env.reset(seed=s, options={spade_env.NUDGE_OPTION: 0})[0] != env.reset(seed=s)[0]
              for s in range(8)}
     assert True in flips  # the one draw, changed, picks the other word for some seeds
+
+
+WORDS_TABLE = ["north", "south", "east"]
+NOT_A_TABLE = ["one"]
+
+
+class _FromTable(spade_env.QuizEnv):
+    def questions(self, rng):
+        shown = rng.sample(WORDS_TABLE, 2)
+        return [(f"Which comes first: {', '.join(shown)}?", min(shown))]
+
+
+def test_quiz_env_draws_from_other_words_only_when_asked_and_restores_its_tables():
+    env = _FromTable()
+    assert env.reset(seed=1)[1] == {}
+    probe = ["kettle", "zebra", "moon"]
+    obs, info = env.reset(seed=1, options={spade_env.WORDS_OPTION: probe})
+    assert info == {"tables": 1}  # WORDS_TABLE; NOT_A_TABLE has one word only
+    assert env.oracle()[len("\\boxed{"):-1] in probe and any(w in obs for w in probe)
+    assert WORDS_TABLE == ["north", "south", "east"] and NOT_A_TABLE == ["one"]
+    assert not any(w in env.reset(seed=1)[0] for w in probe)  # restored for the next draw

@@ -26,6 +26,7 @@ for programs whose imports name ``ReasoningGymEnv`` or ``reasoning_gym``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -797,6 +798,31 @@ NUDGE_OPTION = "spade_nudge"
 from a ``NudgedRandom`` (``answer_determined``)."""
 
 
+WORDS_OPTION = "spade_words"
+"""The ``reset`` option by which the duplicate rule asks a ``QuizEnv`` to draw its
+questions from the list of words given: every module-level list or tuple of strings its
+``questions`` reads is that list for the draw (``validation.answer_behaviour``)."""
+
+
+@contextlib.contextmanager
+def _tables_as(namespace: dict, words):
+    """Within the block, every list or tuple of two or more strings bound at the top of
+    ``namespace`` (a program's data tables, such as ``WORDS``) is ``words``, of the same
+    type; yields how many were. Restored afterwards, also on error."""
+    if words is None:
+        yield 0
+        return
+    saved = {k: v for k, v in namespace.items()
+             if not k.startswith("__") and isinstance(v, (list, tuple)) and len(v) >= 2
+             and all(isinstance(x, str) for x in v)}
+    try:
+        for k, v in saved.items():
+            namespace[k] = type(v)(words)
+        yield len(saved)
+    finally:
+        namespace.update(saved)
+
+
 class NudgedRandom(random.Random):
     """``random.Random(seed)`` whose draw number ``nudge`` (from 0) comes out otherwise.
 
@@ -843,13 +869,18 @@ class QuizEnv:
         raise NotImplementedError("a QuizEnv subclass draws its questions in questions(rng)")
 
     def reset(self, seed=None, options=None):
-        nudge = options.get(NUDGE_OPTION) if isinstance(options, dict) else None
+        options = options if isinstance(options, dict) else {}
+        nudge, words = options.get(NUDGE_OPTION), options.get(WORDS_OPTION)
         rng = random.Random(seed) if nudge is None else NudgedRandom(seed, nudge)
-        self.asked = [(str(q), a) for q, a in self.questions(rng)]
+        with _tables_as(type(self).questions.__globals__, words) as tables:
+            self.asked = [(str(q), a) for q, a in self.questions(rng)]
         if not self.asked:
             raise ValueError("questions(rng) returned no questions")
         self.turn = 0
-        return self._ask(0), ({} if nudge is None else {"draws": rng.draws})
+        info = {} if nudge is None else {"draws": rng.draws}
+        if words is not None:
+            info["tables"] = tables
+        return self._ask(0), info
 
     def _ask(self, i):
         return f"{self.asked[i][0]} Answer as \\boxed{{...}}."
