@@ -403,7 +403,8 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
 
 
 __all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
-           "record_designs", "text_record", "duplicate_reason", "same_answers_reason", "known_programs",
+           "record_designs", "text_record", "duplicate_reason", "same_answers_reason",
+           "known_programs",
            "refuse_duplicates", "design_stage", "load_designs", "recorded_designs", "validate_program",
            "with_reports", "apply_reports"]
 

@@ -383,7 +383,7 @@ def _play_round(rt: StageRuntime, backend: Backend, envs: list[EnvRecord], seed:
     t0 = time.perf_counter()
     with progress.stage(name, total=2 * cfg.rollout.episodes_per_env * len(envs)) as bar:
         results = rollout(backend, rt.sandbox, envs, cfg.rollout, seed, hints,
-                          sampling=SamplingParams.from_config(rt.cfg.model), answers=answers)
+                          sampling=SamplingParams.from_config(cfg.model), answers=answers)
         tokens = sum(len(t.token_ids) for r in results for t in r.turns)
         bar.advance(len(results), tokens)
     return _Round(envs, results, len(hints), len(refused), unhinted, tokens,
