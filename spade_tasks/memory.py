@@ -269,7 +269,8 @@ def pool_sample(store: Store, run: str, n: int, seed: int,
     played, come before those it has never won (prioritised level replay's idea:
     replay the levels with something left to learn). Weighted draws without replacement
     by Efraimidis and Spirakis' keys ``u ** (1 / w)``."""
-    es = [e for e in entries(store, run) if e.env_id not in set(exclude)]
+    excluded = set(exclude)
+    es = [e for e in entries(store, run) if e.env_id not in excluded]
     rng = random.Random(seed)
     if priority == "uniform":
         return [e.record for e in rng.sample(es, min(n, len(es)))]
