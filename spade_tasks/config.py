@@ -280,7 +280,7 @@ class RolloutConfig(_Section):
     pool_priority: Literal["uniform", "spread"] = "uniform"
     """How the pool is drawn: ``uniform``, or ``spread``: weighted by the chance that a
     group of ``episodes_per_env`` holds a win and a loss at the environment's earlier
-    no-hint win rate (``regret.spread_chance``), so games the agent sometimes wins, and
+    no-hint win rate (``memory.spread_chance``), so games the agent sometimes wins, and
     games not yet played, come first."""
     flat_rounds: int = Field(0, ge=0, le=64)
     """When every environment's no-hint episodes returned the same (the agent has no

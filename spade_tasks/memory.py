@@ -54,9 +54,8 @@ from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_reco
                                       record_from_meta, save_record, seed_paths)
 from spade_tasks.errors import SpadeError
 from spade_tasks.records import MemoryReport, Scores, Verdicts
-from spade_tasks.regret import is_win, spread_chance
 from spade_tasks.store import Store, queries
-from spade_tasks.validation import validate_source_cached
+from spade_tasks.validation import is_solved, validate_source_cached
 
 if TYPE_CHECKING:
     from spade_tasks.stage_runtime import StageRuntime
@@ -257,6 +256,19 @@ def prompt_examples(store: Store, run: str, k: int, cfg: MemoryConfig | None = N
                           existing_titles(store, run))
 
 
+def spread_chance(wins: int, episodes: int, group: int) -> float:
+    """Chance that ``group`` episodes of an environment hold both a win and a loss, at
+    the win rate estimated from ``wins`` of ``episodes`` earlier ones by Laplace's rule,
+    ``(wins + 1) / (episodes + 2)``: an environment never played counts as a coin flip,
+    one played often and never won tends to 0. Such a group is one the agent learns
+    from (its advantages are not all zero)."""
+    if not 0 <= wins <= episodes or group < 1:
+        raise ValueError(f"spread_chance needs 0 <= wins <= episodes and group >= 1, "
+                          f"got wins={wins}, episodes={episodes}, group={group}")
+    p = (wins + 1) / (episodes + 2)
+    return 1.0 - p ** group - (1.0 - p) ** group
+
+
 def pool_sample(store: Store, run: str, n: int, seed: int,
                 exclude: Collection[str] = (), *, priority: str = "uniform",
                 generation: int = 0, group: int = 1) -> list[EnvRecord]:
@@ -264,7 +276,7 @@ def pool_sample(store: Store, run: str, n: int, seed: int,
     rollouts; fewer when the pool is smaller.
 
     ``priority="uniform"``: every environment alike. ``"spread"``: each weighted by
-    ``regret.spread_chance`` of its no-hint wins before ``generation`` for a group of
+    ``spread_chance`` of its no-hint wins before ``generation`` for a group of
     ``group`` episodes, so the games the agent has sometimes won, and those not yet
     played, come before those it has never won (prioritised level replay's idea:
     replay the levels with something left to learn). Weighted draws without replacement
@@ -280,7 +292,7 @@ def pool_sample(store: Store, run: str, n: int, seed: int,
 
     def weight(e: MemoryEntry) -> float:
         rets = returns.get(e.env_id, [])
-        return spread_chance(sum(map(is_win, rets)), len(rets), group)
+        return spread_chance(sum(map(is_solved, rets)), len(rets), group)
 
     keyed = sorted(((rng.random() ** (1.0 / weight(e)), i) for i, e in enumerate(es)),
                    reverse=True)

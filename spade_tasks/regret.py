@@ -50,19 +50,6 @@ def win_rate(returns: Sequence[float]) -> float:
     return _mean([1.0 if is_win(r) else 0.0 for r in returns], "win_rate")
 
 
-def spread_chance(wins: int, episodes: int, group: int) -> float:
-    """Chance that ``group`` episodes of an environment hold both a win and a loss, at
-    the win rate estimated from ``wins`` of ``episodes`` earlier ones by Laplace's rule,
-    ``(wins + 1) / (episodes + 2)``: an environment never played counts as a coin flip,
-    one played often and never won tends to 0. Such a group is one the agent learns
-    from (its advantages are not all zero)."""
-    if not 0 <= wins <= episodes or group < 1:
-        raise RewardError(f"spread_chance needs 0 <= wins <= episodes and group >= 1, "
-                          f"got wins={wins}, episodes={episodes}, group={group}")
-    p = (wins + 1) / (episodes + 2)
-    return 1.0 - p ** group - (1.0 - p) ** group
-
-
 def regret(returns_with_hint: Sequence[float], returns_without_hint: Sequence[float]) -> float:
     """mean(with hint) - mean(without hint): how much the hint helps (the paper's signal)."""
     return _mean(returns_with_hint, "returns_with_hint") - _mean(

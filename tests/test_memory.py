@@ -266,3 +266,18 @@ def test_spread_priority_draws_games_never_won_least(store):
     assert {r.env_id for r in rest} == {lost, won}
     with pytest.raises(ValueError, match="pool priority"):
         memory.pool_sample(store, "r", 1, 0, priority="hardest")
+
+
+def test_spread_chance_favours_games_sometimes_won_and_games_not_yet_played():
+    from spade_tasks.memory import spread_chance
+
+    # Never played: a coin flip, so a group of 8 nearly always holds a win and a loss.
+    assert spread_chance(0, 0, 8) == pytest.approx(1 - 2 * 0.5 ** 8)
+    # 0 wins of 8: p = 1/10.
+    assert spread_chance(0, 8, 8) == pytest.approx(1 - 0.1 ** 8 - 0.9 ** 8)
+    assert spread_chance(1, 8, 8) > spread_chance(0, 8, 8) > spread_chance(0, 40, 8) > 0
+    assert spread_chance(8, 8, 8) == pytest.approx(spread_chance(0, 8, 8))  # symmetric
+    assert spread_chance(3, 5, 1) == 0.0  # one episode never differs from itself
+    for bad in ((3, 2, 8), (-1, 2, 8), (0, 2, 0)):
+        with pytest.raises(ValueError, match="spread_chance"):
+            spread_chance(*bad)

@@ -439,18 +439,3 @@ def test_one_solved_rule_for_wins_rollouts_and_the_validator():
     for total in (1.0, third + third + third, 1 - 1e-9, 0.999, 0.0, -0.1):
         assert is_win(total) == is_solved(total)
     assert is_win(1 - 1e-9) and not is_win(0.999)
-
-
-def test_spread_chance_favours_games_sometimes_won_and_games_not_yet_played():
-    from spade_tasks.regret import spread_chance
-
-    # Never played: a coin flip, so a group of 8 nearly always holds a win and a loss.
-    assert spread_chance(0, 0, 8) == pytest.approx(1 - 2 * 0.5 ** 8)
-    # 0 wins of 8: p = 1/10.
-    assert spread_chance(0, 8, 8) == pytest.approx(1 - 0.1 ** 8 - 0.9 ** 8)
-    assert spread_chance(1, 8, 8) > spread_chance(0, 8, 8) > spread_chance(0, 40, 8) > 0
-    assert spread_chance(8, 8, 8) == pytest.approx(spread_chance(0, 8, 8))  # symmetric
-    assert spread_chance(3, 5, 1) == 0.0  # one episode never differs from itself
-    for bad in ((3, 2, 8), (-1, 2, 8), (0, 2, 0)):
-        with pytest.raises(RewardError):
-            spread_chance(*bad)
