@@ -264,7 +264,7 @@ def spread_chance(wins: int, episodes: int, group: int) -> float:
     from (its advantages are not all zero)."""
     if not 0 <= wins <= episodes or group < 1:
         raise ValueError(f"spread_chance needs 0 <= wins <= episodes and group >= 1, "
-                          f"got wins={wins}, episodes={episodes}, group={group}")
+                         f"got wins={wins}, episodes={episodes}, group={group}")
     p = (wins + 1) / (episodes + 2)
     return 1.0 - p ** group - (1.0 - p) ** group
 
@@ -284,10 +284,10 @@ def pool_sample(store: Store, run: str, n: int, seed: int,
     excluded = set(exclude)
     es = [e for e in entries(store, run) if e.env_id not in excluded]
     rng = random.Random(seed)
-    if priority == "uniform":
-        return [e.record for e in rng.sample(es, min(n, len(es)))]
-    if priority != "spread":
+    if priority not in ("uniform", "spread"):
         raise ValueError(f"pool priority must be 'uniform' or 'spread', got {priority!r}")
+    if priority == "uniform" or group < 2:  # one episode is never a group with spread
+        return [e.record for e in rng.sample(es, min(n, len(es)))]
     returns = queries.no_hint_returns_by_env(store, run, generation)
 
     def weight(e: MemoryEntry) -> float:

@@ -266,6 +266,9 @@ def test_spread_priority_draws_games_never_won_least(store):
     assert {r.env_id for r in rest} == {lost, won}
     with pytest.raises(ValueError, match="pool priority"):
         memory.pool_sample(store, "r", 1, 0, priority="hardest")
+    # groups of one episode never differ: every game alike, as uniform draws them
+    assert memory.pool_sample(store, "r", 2, 7, priority="spread", generation=1,
+                              group=1) == memory.pool_sample(store, "r", 2, 7)
 
 
 def test_spread_chance_favours_games_sometimes_won_and_games_not_yet_played():
