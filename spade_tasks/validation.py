@@ -404,12 +404,15 @@ def _transcript(p: Played) -> list:
             p.truncated]
 
 
+def _digest(value) -> str:
+    """A short stable hash of a JSON-able value: the form of every behaviour hash."""
+    return hashlib.sha256(json.dumps(value, ensure_ascii=True).encode()).hexdigest()[:32]
+
+
 def behaviour_fingerprint(episodes: dict[int, Played]) -> str:
     """Hash of the reference player's transcripts (observations, actions, rewards) on
     the validation seeds: equal for programs that play the same episodes."""
-    body = json.dumps([[s, _transcript(p)] for s, p in sorted(episodes.items())],
-                      ensure_ascii=True)
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
+    return _digest([[s, _transcript(p)] for s, p in sorted(episodes.items())])
 
 
 WORDS_OPTION = "spade_words"
@@ -445,7 +448,7 @@ def answer_behaviour(sandbox: Sandbox, source: str, class_name: str) -> str | No
                 return None
             shown = sorted(set(_words(str(r.value[0]))) & set(PROBE_WORDS))
             items.append([shown, o.value])
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:32]
+    return _digest(items)
 
 
 def _fault(check: str, p: Played, what: str) -> str:

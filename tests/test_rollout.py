@@ -554,6 +554,7 @@ def test_flat_generation_plays_more_pool_games_until_a_group_has_spread(sandbox,
     from spade_tasks.environments import save_record
     from spade_tasks.records import Verdicts
     from spade_tasks.rollout import agent_has_gradient, rollout_stage
+    from tests.test_memory import _episodes
 
     new, flat, spread = record("SlowEnv"), record("TruncEnv"), record("QuickEnv")
     with Store(tmp_path / "s.duckdb") as store:
@@ -561,12 +562,7 @@ def test_flat_generation_plays_more_pool_games_until_a_group_has_spread(sandbox,
             save_record(store, rec)
             store.upsert("memory", memory._new_row("r", rec.env_id, 0))
         # QuickEnv was lost often before, so the spread priority draws TruncEnv first
-        for k in range(24):
-            store.upsert("episodes", {
-                "run": "r", "generation": 0, "episode_id": f"old-{k}", "env_id": "quickenv",
-                "seed": k, "with_hint": False, "hint": None, "return": 0.0, "turns": 1,
-                "terminated": True, "truncated": False, "end_reason": "terminated",
-                "final_observation": None, "error": None})
+        _episodes(store, "quickenv", 0, [0.0] * 24)
         rt = _StageRt(store, sandbox, ScriptedBackend(_even_seed_wins))
         rt.cfg = rt.cfg.model_copy(update={"rollout": rt.cfg.rollout.model_copy(update={
             "episodes_per_env": 4, "pool_sample": 1, "pool_priority": "spread",
