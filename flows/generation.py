@@ -1,6 +1,7 @@
 """One SPADE generation as a Prefect flow: flow ``spade``, deployment ``generation``.
 
     sample_documents -> warmstart -> design_environments -> validate_environments
+    -> [revise_environments -> validate_revisions] x designer.revisions
     -> rollout (no hint, hint) -> score_regret -> train_step -> update_memory
     -> evaluate_generation -> log_generation
 
@@ -62,6 +63,20 @@ def design_environments(cfg: Config, generation: int, documents: Documents) -> D
                   lambda: designer.design_stage(rt, generation, documents))
 
 
+@task(name="revise_environments", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5,
+      retry_condition_fn=lambda task, run, state: transient(state))
+def revise_environments(cfg: Config, generation: int, designs: Designs, round_: int) -> Designs:
+    rt = open_runtime(cfg)
+    return staged(rt, generation, _round_stage("revise_environments", round_), Designs,
+                  lambda: designer.revise_stage(rt, generation, designs, round_))
+
+
+def _round_stage(name: str, round_: int) -> str:
+    """A revision round's stage name: ``name`` for round 0, then ``name_2``, ... (each
+    round is finished, and resumed, on its own)."""
+    return name if round_ == 0 else f"{name}_{round_ + 1}"
+
+
 @task(name="validate_program", cache_policy=NO_CACHE)
 def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
                      validation_cfg: ValidationConfig) -> dict:
@@ -70,18 +85,20 @@ def validate_program(source: str | None, sandbox_cfg: SandboxConfig,
 
 @task(name="record_validations", cache_policy=NO_CACHE)
 def record_validations(cfg: Config, generation: int, designs: Designs,
-                       reports: list[dict]) -> Verdicts:
+                       reports: list[dict], stage: str = "validate_environments") -> Verdicts:
     rt = open_runtime(cfg)
     recorded = designer.recorded_designs(rt.store, rt.run, generation, designs)
-    return staged(rt, generation, "validate_environments", Verdicts,
+    return staged(rt, generation, stage, Verdicts,
                   lambda: designer.apply_reports(rt, generation, recorded, reports))
 
 
-def validate_environments(cfg: Config, generation: int, designs: Designs) -> Verdicts:
+def validate_environments(cfg: Config, generation: int, designs: Designs,
+                          stage: str = "validate_environments") -> Verdicts:
     """Validate every design as its own task (fanned out on the task runner: threads,
-    or Ray workers), then record the verdicts in one transaction."""
+    or Ray workers), then record the verdicts in one transaction (as ``stage``: a
+    revision round validates under its own name)."""
     rt = open_runtime(cfg)
-    done = finished(rt, generation, "validate_environments", Verdicts)
+    done = finished(rt, generation, stage, Verdicts)
     if done is not None:
         return done
     t0 = time.perf_counter()
@@ -89,8 +106,8 @@ def validate_environments(cfg: Config, generation: int, designs: Designs) -> Ver
     futures = validate_program.map([d.source for d in recorded], unmapped(cfg.sandbox),
                                    unmapped(cfg.validation))
     reports = [f.result() for f in futures]
-    verdicts = record_validations(cfg, generation, designs, reports)
-    rt.timings["validate_environments"] = time.perf_counter() - t0
+    verdicts = record_validations(cfg, generation, designs, reports, stage)
+    rt.timings[stage] = time.perf_counter() - t0
     return verdicts
 
 
@@ -156,6 +173,12 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     warm = warmstart(cfg, g)
     designs = design_environments(cfg, g, docs)
     verdicts = validate_environments(cfg, g, designs)
+    drafts, revisions = designs, 0
+    for r in range(cfg.designer.revisions):
+        drafts = revise_environments(cfg, g, drafts, r)
+        revisions += len(drafts.design_ids)
+        verdicts = verdicts.joined(validate_environments(
+            cfg, g, drafts, _round_stage("validate_revisions", r)))
     played = rollout(cfg, g, verdicts)
     scores = score_regret(cfg, g, played)
     trained = train_step(cfg, g, scores, played)
@@ -163,6 +186,7 @@ def spade(config: str = "configs/cpu-tiny.yaml", run_name: str | None = None) ->
     evals = evaluate_generation(cfg, g, trained)
 
     summary = {"generation": g, **docs.to_summary(), **designs.to_summary(),
+               "revisions": revisions,
                **verdicts.to_summary(), **played.to_summary(), **scores.to_summary(),
                **trained.to_summary(), **memory.to_summary(), **evals.to_summary(),
                **warm.to_summary(), "wall_s": time.perf_counter() - t0,

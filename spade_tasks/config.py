@@ -189,6 +189,11 @@ class DesignerConfig(_Section):
     """Share of each generation's designs written as variants: the prompt hands over one
     memory program (drawn per design) and asks for a different game grown out of it, as
     OMNI-EPIC grows its archive; the other designs get the plain prompt. 0 is off."""
+    revisions: int = Field(0, ge=0, le=4)
+    """Rounds of revision: after validation, every design whose program failed to run (an
+    exception or a syntax error) is written again by the designer, shown its program and
+    the error, and the revision is validated like any design (its own row, reward and
+    training sample). 0: first drafts only."""
     training: bool = True
     """Train the designer role (False: the reference code's no-designer-training ablation)."""
     reward: str = "regret"

@@ -37,13 +37,16 @@ class DesignSummary:
     accepted: int
     env_ids: list[str]
     reasons: dict[str, int]
-    """Rejections counted by check name (the part of a reason before the colon)."""
+    """Rejections counted by check name (the part of a reason before the colon), of each
+    design's last draft."""
     seconds: float
+    revisions: int = 0
+    """Drafts rewritten after their program failed to run (``designer.revisions``)."""
 
     def to_json(self) -> dict:
         return {"run": self.run, "generation": self.generation, "designs": self.designs,
                 "accepted": self.accepted, "env_ids": self.env_ids, "reasons": self.reasons,
-                "seconds": round(self.seconds, 1)}
+                "seconds": round(self.seconds, 1), "revisions": self.revisions}
 
 
 def next_generation(store: Store, run: str) -> int:
@@ -53,11 +56,16 @@ def next_generation(store: Store, run: str) -> int:
 
 
 def summarize(run: str, generation: int, rows: list[dict], seconds: float) -> DesignSummary:
-    """The summary of one generation's recorded ``designs`` rows."""
-    reasons = Counter(r["reasons"][0].split(":", 1)[0] for r in rows
+    """The summary of one generation's recorded ``designs`` rows: a design is its first
+    draft and its revisions, and counts as its last draft did."""
+    revised = {r.get("revises") for r in rows} - {None}
+    last = [r for r in rows if r["design_idx"] not in revised]
+    reasons = Counter(r["reasons"][0].split(":", 1)[0] for r in last
                       if not r["accepted"] and r["reasons"])
-    return DesignSummary(run, generation, len(rows), sum(bool(r["accepted"]) for r in rows),
-                         [r["env_id"] for r in rows if r["env_id"]], dict(reasons), seconds)
+    return DesignSummary(run, generation, sum(r.get("revises") is None for r in rows),
+                         sum(bool(r["accepted"]) for r in rows),
+                         [r["env_id"] for r in rows if r["env_id"]], dict(reasons), seconds,
+                         revisions=sum(r.get("revises") is not None for r in rows))
 
 
 def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None = None,
@@ -94,15 +102,17 @@ def run_design(cfg: Config, n: int | None = None, store_path: str | Path | None 
             rt.fallback_weights = first_weights(
                 cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
         documents = corpus.sample_stage(rt, gen)
-        designs = designer.design_stage(rt, gen, documents)
-        recorded = designer.recorded_designs(store, rt.run, gen, designs)
-        # The flow fans validate_program out as Prefect tasks on its task runner; here a
-        # thread pool of the thread runner's size runs the same function.
-        with ThreadPoolExecutor(max_workers=cfg.orchestration.max_workers) as pool:
-            reports = list(pool.map(
-                lambda d: designer.validate_program(d.source, rt.sandbox.cfg, cfg.validation),
-                recorded))
-        designer.apply_reports(rt, gen, recorded, reports)
+        drafts = designer.design_stage(rt, gen, documents)
+        for r in range(-1, cfg.designer.revisions):
+            if r >= 0:  # as the flow: each round rewrites the last round's crashed drafts
+                drafts = designer.revise_stage(rt, gen, drafts, r)
+            recorded = designer.recorded_designs(store, rt.run, gen, drafts)
+            # The flow fans validate_program out as Prefect tasks on its task runner;
+            # here a thread pool of the thread runner's size runs the same function.
+            with ThreadPoolExecutor(max_workers=cfg.orchestration.max_workers) as pool:
+                reports = list(pool.map(lambda d: designer.validate_program(
+                    d.source, rt.sandbox.cfg, cfg.validation), recorded))
+            designer.apply_reports(rt, gen, recorded, reports)
         return summarize(rt.run, gen, queries.designs_of(store, rt.run, gen),
                          time.perf_counter() - t0)
     finally:

@@ -45,6 +45,8 @@ EXAMPLE_CHARS = 3500
 """Code characters shown per positive example (two fit a small model's context)."""
 VARIANT_PROMPT = "designer_variant.txt"
 """The task of a variant design: one memory program, and a different game to grow from it."""
+REVISE_PROMPT = "designer_revise.txt"
+"""The turn after a design whose program did not run: the error, and a request for the fix."""
 MAX_TITLES = 40
 """Titles of existing environments listed in the prompt (newest first)."""
 
@@ -71,6 +73,9 @@ class Design:
     """The validator's behaviour fingerprint of an accepted program."""
     parent_env_id: str | None = None
     """The memory program a variant design was asked to grow from; None for a plain one."""
+    revises: int | None = None
+    """The design (index) this one rewrites after its program failed to run; None for a
+    first draft."""
 
     @property
     def env_id(self) -> str | None:
@@ -189,6 +194,15 @@ def variant_parents(pool: list[MemoryEntry], n: int, share: float,
     return [None] * (n - k) + drawn
 
 
+def _sampling(cfg: Config, seed: int) -> SamplingParams:
+    """The designer's sampling: the model's, with the designer's own overrides."""
+    overrides = {key: value for key, value in (("temperature", cfg.designer.temperature),
+                                               ("top_p", cfg.designer.top_p))
+                 if value is not None}
+    return SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
+                                      seed=seed, **overrides)
+
+
 def design(backend: Backend, docs: list[Document | None], examples: PromptExamples,
            cfg: Config, seed: int,
            parents: list[MemoryEntry | None] | None = None) -> list[Design]:
@@ -201,11 +215,7 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
                                          parent.record.source if parent else None),
                             cfg.designer.prefill)
                for d, parent in zip(docs, parents)]
-    overrides = {key: value for key, value in (("temperature", cfg.designer.temperature),
-                                               ("top_p", cfg.designer.top_p))
-                 if value is not None}
-    params = SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
-                                        seed=seed, **overrides)
+    params = _sampling(cfg, seed)
     comps = backend.generate(prompts, params) if prompts else []
     out = []
     for i, (doc, prompt, comp) in enumerate(zip(docs, prompts, comps)):
@@ -215,6 +225,51 @@ def design(backend: Backend, docs: list[Document | None], examples: PromptExampl
         if source is None:
             d.reasons = [NO_CODE]
         out.append(d)
+    return out
+
+
+def failure_of(reasons: list[str]) -> str | None:
+    """The error a design's program met when it ran (an exception the validator caught, or
+    a syntax error), worded for the designer; None when it ran (it was refused for what
+    it does) or when there is no program at all (no code block: nothing to fix)."""
+    first = reasons[0] if reasons else ""
+    if first.startswith("parse: line "):  # "parse: line 13: unmatched ')'"
+        line, _, error = first.removeprefix("parse: line ").partition(": ")
+        return f"SyntaxError (line {line}): {error}"
+    _, sep, error = first.partition("exception: ")
+    return error.strip() if sep else None
+
+
+def revision_prompt(design: Design, error: str, prefill: str) -> list[dict]:
+    """The design's conversation continued: its program as the designer's answer, then
+    the error it met and a request for the whole program fixed (prefilled again)."""
+    asked = [m for m in design.prompt if m["role"] != "assistant"]
+    answer = f"```python\n{(design.source or '').strip()}\n```"
+    fix = Template((PROMPTS / REVISE_PROMPT).read_text(encoding="utf-8")).substitute(
+        error=error)
+    return with_prefill([*asked, {"role": "assistant", "content": answer},
+                         {"role": "user", "content": fix.strip()}], prefill)
+
+
+def revise(backend: Backend, designs: list[Design], cfg: Config, seed: int,
+           first_idx: int) -> list[Design]:
+    """One revision of every design whose program failed to run (``failure_of``), in
+    ONE batched generate call: the designer sees its program and the error and writes the
+    program again. The revisions are new designs, numbered from ``first_idx``, each
+    naming the design it ``revises``; they are validated like any design."""
+    failed = [(d, err) for d in designs if not d.accepted
+              for err in [failure_of(d.reasons)] if err is not None]
+    prompts = [revision_prompt(d, err, cfg.designer.prefill) for d, err in failed]
+    params = _sampling(cfg, seed)
+    comps = backend.generate(prompts, params) if prompts else []
+    out = []
+    for k, ((d, _), prompt, comp) in enumerate(zip(failed, prompts, comps)):
+        source = extract_program(comp.full_text)
+        r = Design(first_idx + k, d.doc_id, d.setting, prompt, comp, source,
+                   parent_env_id=d.parent_env_id, revises=d.design_idx)
+        if source is None:
+            r.reasons = [NO_CODE]
+        out.append(r)
     return out
 
 
@@ -347,13 +402,15 @@ def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
 
 
 def refuse_duplicates(store: Store, run: str, generation: int, designs: list[Design],
-                      threshold: float, sandbox: Sandbox | None = None) -> list[Design]:
+                      threshold: float, sandbox: Sandbox | None = None,
+                      also_known: list[EnvRecord] = ()) -> list[Design]:
     """Apply the duplicate rule to the accepted designs, in order: each is compared with
-    the known programs and with the designs accepted before it in this batch, by text
-    (``duplicate_reason``) and, given a ``sandbox``, by what a quiz computes
-    (``same_answers_reason``). A duplicate is rejected (it earns the rejected reward,
-    never regret)."""
-    known = known_programs(store, run, generation)
+    the known programs (and ``also_known``: a revision's rivals include the designs its
+    generation accepted before it) and with the designs accepted before it in this
+    batch, by text (``duplicate_reason``) and, given a ``sandbox``, by what a quiz
+    computes (``same_answers_reason``). A duplicate is rejected (it earns the rejected
+    reward, never regret)."""
+    known = known_programs(store, run, generation) + list(also_known)
     out = []
     for d in designs:
         if d.accepted and d.record is not None:
@@ -370,13 +427,16 @@ def refuse_duplicates(store: Store, run: str, generation: int, designs: list[Des
 
 def record_designs(store: Store, run: str, generation: int, designs: list[Design],
                    root: Path = STORE_ROOT, dedup_threshold: float | None = None,
-                   sandbox: Sandbox | None = None) -> list[Design]:
+                   sandbox: Sandbox | None = None, only_these: bool = False,
+                   also_known: list[EnvRecord] = ()) -> list[Design]:
     """Refuse duplicates, write accepted programs (content-addressed) and their
     ``environments`` rows (never over another's), and replace this generation's
-    ``designs`` and ``validations`` rows (rerun-safe). ``dedup_threshold`` defaults to
-    ``memory.dedup_threshold``'s default; ``sandbox`` runs the duplicate rule's quizzes."""
+    ``designs`` and ``validations`` rows (rerun-safe; ``only_these``: only the rows of
+    these designs' indices, as a round of revisions does). ``dedup_threshold`` defaults
+    to ``memory.dedup_threshold``'s default; ``sandbox`` runs the duplicate rule's
+    quizzes."""
     threshold = MemoryConfig().dedup_threshold if dedup_threshold is None else dedup_threshold
-    designs = refuse_duplicates(store, run, generation, designs, threshold, sandbox)
+    designs = refuse_duplicates(store, run, generation, designs, threshold, sandbox, also_known)
     out = []
     for d in designs:
         if d.accepted and d.record is not None:
@@ -385,6 +445,7 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
             save_record(store, d.record)
         out.append(d)
     key = {"run": run, "generation": generation}
+    among = ("design_idx", [d.design_idx for d in out]) if only_these else None
     store.replace_rows("designs", key, [{
         "run": run, "generation": generation, "design_idx": d.design_idx, "doc_id": d.doc_id,
         "setting": d.setting, "prompt": json.dumps(d.prompt),
@@ -392,17 +453,18 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
         "prompt_token_ids": list(d.completion.prompt_token_ids),
         "token_ids": list(d.completion.token_ids), "logprobs": list(d.completion.logprobs),
         "env_id": d.env_id, "accepted": d.accepted, "reasons": list(d.reasons), "reward": None,
-        "parent_env_id": d.parent_env_id,
-    } for d in out])
+        "parent_env_id": d.parent_env_id, "revises": d.revises,
+    } for d in out], among=among)
     store.replace_rows("validations", key, [{
         "run": run, "generation": generation, "design_idx": d.design_idx, "env_id": d.env_id,
         "accepted": d.accepted, "reasons": list(d.reasons), "tier": d.tier,
         "seconds": d.seconds,
-    } for d in out])
+    } for d in out], among=among)
     return out
 
 
 __all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
+           "failure_of", "revision_prompt", "revise", "revise_stage",
            "record_designs", "text_record", "duplicate_reason", "same_answers_reason",
            "known_programs",
            "refuse_duplicates", "design_stage", "load_designs", "recorded_designs", "validate_program",
@@ -440,6 +502,23 @@ def design_stage(rt: StageRuntime, generation: int, documents: Documents) -> Des
     return Designs(design_ids=[d.design_idx for d in designs])
 
 
+def revise_stage(rt: StageRuntime, generation: int, previous: Designs,
+                 round_: int) -> Designs:
+    """Revision round ``round_`` (from 0): every design of ``previous`` whose program
+    failed to run is written again by the designer, shown its program and the error
+    (``revise``), and recorded unvalidated after the generation's designs so far."""
+    done = recorded_designs(rt.store, rt.run, generation, previous)
+    first_idx = 1 + max((d["design_idx"] for d in
+                         queries.designs_of(rt.store, rt.run, generation)), default=-1)
+    seed = rt.seed(generation) + 7919 * (round_ + 1)  # not the first drafts' draws again
+    with progress.stage(f"revise environments (round {round_ + 1})",
+                        total=sum(failure_of(d.reasons) is not None for d in done)) as bar:
+        revised = revise(rt.backend(), done, rt.cfg, seed, first_idx)
+        bar.advance(len(revised), sum(len(d.completion.token_ids) for d in revised))
+    record_designs(rt.store, rt.run, generation, revised, only_these=True)
+    return Designs(design_ids=[d.design_idx for d in revised])
+
+
 def load_designs(store: Store, run: str, generation: int) -> list[Design]:
     """This generation's designs as recorded (completions with their token ids)."""
     rows = queries.designs_of(store, run, generation)
@@ -448,7 +527,11 @@ def load_designs(store: Store, run: str, generation: int) -> list[Design]:
         comp = Completion(r["completion"], list(r["prompt_token_ids"]), list(r["token_ids"]),
                           list(r["logprobs"]), "recorded")
         d = Design(r["design_idx"], r["doc_id"], r["setting"], json.loads(r["prompt"]), comp,
-                   extract_program(r["completion"]), parent_env_id=r["parent_env_id"])
+                   extract_program(r["completion"]), parent_env_id=r["parent_env_id"],
+                   revises=r.get("revises"))
+        # As recorded: unvalidated (refused only for want of code) until the validation
+        # stage records its verdict; a revision round reads the verdicts back.
+        d.accepted, d.reasons = bool(r["accepted"]), list(r["reasons"] or [])
         if d.source is None:
             d.reasons = [NO_CODE]
         out.append(d)
@@ -496,12 +579,27 @@ def with_reports(designs: list[Design], reports: list[dict], run: str,
     return out
 
 
+def accepted_before(store: Store, run: str, generation: int,
+                    designs: list[Design]) -> list[EnvRecord]:
+    """The environments this generation accepted from designs other than ``designs``
+    (earlier rounds): what a revision must differ from besides ``known_programs``."""
+    mine = {d.design_idx for d in designs}
+    ids = [r["env_id"] for r in queries.designs_of(store, run, generation)
+           if r["accepted"] and r["env_id"] and r["design_idx"] not in mine]
+    cols = [f.name for f in dataclasses.fields(EnvRecord)]
+    return [EnvRecord(**r) for r in queries.environments_by_id(store, ids, cols)]
+
+
 def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
                   reports: list[dict]) -> Verdicts:
     """Record validation reports (from ``validate_program``) against their designs
     (near-duplicates of known programs refused); returns the verdicts."""
+    revisions = any(d.revises is not None for d in designs)
     out = record_designs(rt.store, rt.run, generation,
                          with_reports(designs, reports, rt.run, generation),
-                         dedup_threshold=rt.cfg.memory.dedup_threshold, sandbox=rt.sandbox)
+                         dedup_threshold=rt.cfg.memory.dedup_threshold, sandbox=rt.sandbox,
+                         only_these=revisions,
+                         also_known=accepted_before(rt.store, rt.run, generation, designs)
+                         if revisions else ())
     return Verdicts(accepted_env_ids=[d.env_id for d in out if d.accepted],
                     rejected=sum(not d.accepted for d in out))

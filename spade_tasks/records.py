@@ -118,6 +118,11 @@ class Verdicts(_IdList):
     accepted_env_ids: tuple[str, ...] = ()
     rejected: int = 0
 
+    def joined(self, later: Verdicts) -> Verdicts:
+        """These verdicts and a revision round's (``later``), in design order."""
+        return Verdicts(accepted_env_ids=self.accepted_env_ids + later.accepted_env_ids,
+                        rejected=self.rejected + later.rejected)
+
     def to_summary(self) -> dict:
         return {"accepted": len(self.accepted_env_ids)}
 

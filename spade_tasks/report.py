@@ -6,6 +6,12 @@ of each role the training step learned from, and how the agent did with and with
 the hint. ``accepted`` counts accepted designs that are not duplicates: a design the
 validator accepted but whose program is a copy (a ``duplicate`` reason, or a program the
 memory refused as a near-duplicate or already held) does not count.
+
+With ``designer.revisions``, a design whose program failed to run is written again; a
+design is then its first draft and its revisions: ``designs`` counts first drafts,
+``accepted`` the designs accepted as new at any draft, and ``rejections`` the last
+draft's reason. ``revisions`` and ``revisions_accepted`` say how many drafts were
+rewritten and how many of the accepted came from a rewrite.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from spade_tasks.store import Store, queries
 FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
           "designer_reward_mean", "designer_samples_trained", "agent_samples_trained",
           "win_rate_no_hint", "win_rate_hint", "regret_mean", "train_world_size",
-          "rollout_workers", "variants", "variants_accepted")
+          "rollout_workers", "variants", "variants_accepted", "revisions",
+          "revisions_accepted")
 
 
 def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
@@ -46,16 +53,20 @@ def generation_rows(store: Store, run: str) -> list[dict]:
                    for r in queries.generation_metrics_rows(store, run)}
     out = []
     for g in gens:
-        ds = [d for d in designs if d["generation"] == g]
-        new = {d["env_id"] for d in ds if _is_new(d, new_in_memory)}
+        drafts = [d for d in designs if d["generation"] == g]
+        ds = [d for d in drafts if d["revises"] is None]  # first drafts: one per design
+        revised = {d["revises"] for d in drafts if d["revises"] is not None}
+        new = {d["env_id"] for d in drafts if _is_new(d, new_in_memory)}
         rejections: Counter = Counter()
-        for d in ds:
+        for d in drafts:
+            if d["design_idx"] in revised:  # its revision's outcome is the design's
+                continue
             if not d["accepted"]:
                 reasons = d["reasons"] or []
                 rejections[check_name(reasons[0]) if reasons else "unknown"] += 1
             elif not _is_new(d, new_in_memory):
                 rejections["duplicate"] += 1
-        rewards = [d["reward"] for d in ds if d["reward"] is not None]
+        rewards = [d["reward"] for d in drafts if d["reward"] is not None]
         reg = regrets.get(g) or {}
         t = trained.get(g) or {}
         m = gen_metrics.get(g) or {}
@@ -77,6 +88,9 @@ def generation_rows(store: Store, run: str) -> list[dict]:
             "variants": sum(d["parent_env_id"] is not None for d in ds),
             "variants_accepted": sum(d["parent_env_id"] is not None and _is_new(d, new_in_memory)
                                      for d in ds),
+            "revisions": len(drafts) - len(ds),
+            "revisions_accepted": sum(d["revises"] is not None and _is_new(d, new_in_memory)
+                                      for d in drafts),
         })
     return out
 
@@ -145,7 +159,9 @@ def table(rows: list[dict]) -> str:
             f"{r['validity_rate']:>6.2f} {_fmt(r['designer_reward_mean'], '>8.3f')} "
             f"{_fmt(r['designer_samples_trained'], '>6')} {_fmt(r['agent_samples_trained'], '>6')} "
             f"{_fmt(r['win_rate_no_hint'], '>5.2f')} {_fmt(r['win_rate_hint'], '>5.2f')} "
-            f"{_fmt(r['regret_mean'], '>+7.3f')}  {rej}")
+            f"{_fmt(r['regret_mean'], '>+7.3f')}  {rej}"
+            + (f"; revised {r['revisions']}, {r['revisions_accepted']} accepted"
+               if r["revisions"] else ""))
     return "\n".join(lines)
 
 

@@ -9,8 +9,8 @@ from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfi
 from spade_tasks.corpus import Document
 from spade_tasks.design_command import run_design
 from spade_tasks.designer import (NO_CODE, Design, build_prompt, design, extract_program,
-                                  record_designs, validate_program, variant_parents,
-                                  with_reports)
+                                  failure_of, record_designs, revise, validate_program,
+                                  variant_parents, with_reports)
 from spade_tasks.environments import env_id_of
 from spade_tasks.llm.base import Completion
 from spade_tasks.memory import PromptExamples
@@ -493,3 +493,117 @@ def test_near_copy_of_a_committed_program_is_a_duplicate_with_an_empty_store(tmp
         assert d.accepted, d.reasons
         (dup,) = record_designs(store, "r", 0, [d], tmp_path, dedup_threshold=0.9)
         assert not dup.accepted and dup.reasons[0].startswith("duplicate: the same game as")
+
+
+# -- revisions (designer.revisions) ------------------------------------------------------
+CRASH = GOOD.replace("got = extract_boxed(action", "got = extract_boxed(actoin")
+"""GOOD with a misspelt name in step: every action raises NameError."""
+MUL = (GOOD.replace("AddPairEnv", "MulPairEnv").replace("Add two numbers", "Multiply two numbers")
+       .replace("{self.a} + {self.b}", "{self.a} * {self.b}")
+       .replace("self.a + self.b", "self.a * self.b"))
+"""Another game than GOOD: a fix that is not a copy."""
+
+
+def test_failure_of_names_only_a_program_that_did_not_run():
+    assert failure_of(["step_return: probe action 'empty': exception: NameError (line 14): "
+                       "name 'question' is not defined"]) == \
+        "NameError (line 14): name 'question' is not defined"
+    assert failure_of(["parse: line 13: f-string: unmatched '('"]) == \
+        "SyntaxError (line 13): f-string: unmatched '('"
+    # No code at all (nothing to fix), a program refused for what it does, no reason.
+    assert failure_of([NO_CODE]) is None
+    assert failure_of(["answer_given: the answer is shown"]) is None
+    assert failure_of([]) is None
+
+
+def test_a_revision_shows_the_program_and_its_error_and_names_its_draft(sandbox):
+    designs = design(ScriptedBackend([fenced(CRASH), fenced(GOOD), "no code here"]), DOCS,
+                     PromptExamples([], [], []), CFG, seed=0)
+    validated = _validated(designs, sandbox, 0)
+    assert [d.accepted for d in validated] == [False, True, False]
+    backend = ScriptedBackend([fenced(MUL)])
+    (rev,) = revise(backend, validated, CFG, seed=1, first_idx=3)
+    assert (rev.design_idx, rev.revises, rev.doc_id) == (3, 0, validated[0].doc_id)
+    assert rev.source == MUL
+    (conv,) = backend.calls[0][0]
+    assert conv[:2] == validated[0].prompt[:2]  # the same task, then its answer and the error
+    assert conv[2] == {"role": "assistant", "content": f"```python\n{CRASH.strip()}\n```"}
+    assert conv[3]["role"] == "user" and "NameError" in conv[3]["content"] \
+        and "actoin" in conv[3]["content"]
+    assert revise(ScriptedBackend([fenced(MUL)]), validated[1:], CFG, 1, 3) == []
+
+
+def test_flow_revises_a_crashed_design_and_validates_the_fix(tmp_path):
+    """The flow's revision round (Prefect tasks): the crashed draft is rewritten, the
+    rewrite is validated in its own stage and joins the verdicts; a rewrite that copies
+    a design accepted earlier in the generation is a duplicate."""
+    from prefect import flow
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows import generation as fg
+    from spade_tasks.config import RunConfig, SandboxConfig
+    from spade_tasks.llm.scripted import ScriptedBackend as Cycling
+    from spade_tasks.runtime import close_all, open_runtime
+
+    cfg = CFG.model_copy(update={
+        "run": RunConfig(name="r", root=tmp_path, seed=5), "memory": MemoryConfig(),
+        "corpus": CorpusConfig(source="embedded:news", max_words=30),
+        # Room for a whole program: this backend's tokens are bytes.
+        "designer": CFG.designer.model_copy(update={"designs_per_generation": 3,
+                                                     "revisions": 2, "max_new_tokens": 4096}),
+        "sandbox": SandboxConfig(call_timeout_s=3.0, load_timeout_s=10.0, cpu_seconds=10)})
+    # Drafts: a crash, GOOD, no code (nothing to fix: never revised). Round 1 rewrites
+    # the crash and crashes again; round 2 rewrites that rewrite into another game.
+    open_runtime(cfg)._backend = Cycling([fenced(CRASH), fenced(GOOD), "no code", fenced(CRASH),
+                                          fenced(MUL)])
+
+    @flow
+    def designs_with_revisions():
+        g = 0
+        designs = fg.design_environments(cfg, g, fg.sample_documents(cfg, g))
+        verdicts = fg.validate_environments(cfg, g, designs)
+        drafts = designs
+        for r in range(cfg.designer.revisions):
+            drafts = fg.revise_environments(cfg, g, drafts, r)
+            verdicts = verdicts.joined(fg.validate_environments(
+                cfg, g, drafts, fg._round_stage("validate_revisions", r)))
+        return verdicts
+
+    try:
+        with prefect_test_harness():
+            verdicts = designs_with_revisions()
+    finally:
+        close_all()
+    with Store(tmp_path / "r" / "spade.duckdb") as store:
+        rows = store.rows("SELECT design_idx, revises, accepted, env_id, reasons FROM designs"
+                          " ORDER BY design_idx")
+        stages = sorted(r["stage"] for r in store.rows("SELECT stage FROM stages"))
+    assert [(r["design_idx"], r["revises"], r["accepted"]) for r in rows] == [
+        (0, None, False), (1, None, True), (2, None, False), (3, 0, False), (4, 3, True)]
+    assert "NameError" in rows[3]["reasons"][0]  # the first rewrite crashed too
+    assert list(verdicts.accepted_env_ids) == [rows[1]["env_id"], rows[4]["env_id"]]
+    assert verdicts.rejected == 3
+    assert stages == ["design_environments", "revise_environments", "revise_environments_2",
+                      "sample_documents", "validate_environments", "validate_revisions",
+                      "validate_revisions_2"]
+
+
+def test_a_revision_that_copies_an_accepted_draft_of_its_generation_is_a_duplicate(
+        tmp_path, sandbox):
+    from spade_tasks.designer import accepted_before
+
+    root = tmp_path / "envs"
+    with Store(tmp_path / "s.duckdb") as store:
+        drafts = record_designs(store, "r", 0, _validated(design(
+            ScriptedBackend([fenced(CRASH), fenced(GOOD)]), DOCS[:2],
+            PromptExamples([], [], []), CFG, seed=0), sandbox, 0), root)
+        revs = revise(ScriptedBackend([fenced(GOOD)]), drafts, CFG, seed=1, first_idx=2)
+        earlier = accepted_before(store, "r", 0, revs)
+        assert [e.env_id for e in earlier] == [drafts[1].env_id]
+        (out,) = record_designs(store, "r", 0, _validated(revs, sandbox, 0), root,
+                                only_these=True, also_known=earlier)
+        assert not out.accepted and out.reasons[0].startswith("duplicate: the same program")
+        # The drafts' rows stay; the revision's is added beside them.
+        assert [(r["design_idx"], r["revises"]) for r in store.rows(
+            "SELECT design_idx, revises FROM designs ORDER BY design_idx")] == \
+            [(0, None), (1, None), (2, 0)]

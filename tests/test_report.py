@@ -9,11 +9,12 @@ from spade_tasks.cli import main
 from spade_tasks.store import Store
 
 
-def _design(gen, idx, env_id, accepted, reasons, reward, parent=None):
+def _design(gen, idx, env_id, accepted, reasons, reward, parent=None, revises=None):
     return {"run": "r", "generation": gen, "design_idx": idx, "doc_id": None,
             "setting": "games", "prompt": "[]", "completion": "", "prompt_token_ids": [],
             "token_ids": [], "logprobs": [], "env_id": env_id, "accepted": accepted,
-            "reasons": reasons, "reward": reward, "parent_env_id": parent}
+            "reasons": reasons, "reward": reward, "parent_env_id": parent,
+            "revises": revises}
 
 
 def _fill(store: Store) -> None:
@@ -104,3 +105,27 @@ def test_report_of_a_missing_run_is_one_line_error(tmp_path, capsys):
     assert main(["report", "--config", str(cfg), "--run", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope" in err
+
+
+def test_a_revised_design_counts_once_with_its_last_drafts_outcome(tmp_path):
+    """designer.revisions: a design is its first draft and its rewrites; ``designs``
+    counts first drafts, ``accepted`` a design accepted at any draft, and the rejection
+    shown is the last draft's."""
+    revised = [
+        _design(0, 0, None, False, ["step_return: exception: NameError (line 3): x"], -0.5),
+        _design(0, 1, None, False, ["parse: line 2: invalid syntax"], -0.9),
+        _design(0, 2, "e1", True, [], 0.2, revises=0),        # rewrite of 0: accepted
+        _design(0, 3, None, False, ["answer_given: always shown"], -0.3, revises=1),
+    ]
+    with Store(tmp_path / "s.duckdb") as store:
+        store.replace_rows("designs", {"run": "r", "generation": 0}, revised)
+        store.upsert("memory", {"run": "r", "env_id": "e1", "added_generation": 0,
+                                "active": True})
+        store.upsert("stages", {"run": "r", "generation": 0, "stage": "design_environments",
+                                "result": "[]"})
+        (row,) = report.generation_rows(store, "r")
+    assert (row["designs"], row["accepted"], row["validity_rate"]) == (2, 1, 0.5)
+    assert (row["revisions"], row["revisions_accepted"]) == (2, 1)
+    assert row["rejections"] == {"answer_given": 1}
+    assert row["designer_reward_mean"] == pytest.approx((-0.5 - 0.9 + 0.2 - 0.3) / 4)
+    assert "revised 2, 1 accepted" in report.table([row])

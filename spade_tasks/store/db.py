@@ -49,6 +49,7 @@ ALTER TABLE environments ADD COLUMN IF NOT EXISTS feasibility_verified BOOLEAN;
 ALTER TABLE environments ADD COLUMN IF NOT EXISTS fingerprint VARCHAR;
 ALTER TABLE environments ADD COLUMN IF NOT EXISTS flag VARCHAR;
 ALTER TABLE designs ADD COLUMN IF NOT EXISTS parent_env_id VARCHAR;
+ALTER TABLE designs ADD COLUMN IF NOT EXISTS revises INTEGER;
 CREATE TABLE IF NOT EXISTS episodes (
     run VARCHAR, generation INTEGER, episode_id VARCHAR, env_id VARCHAR, seed BIGINT,
     with_hint BOOLEAN, hint VARCHAR, "return" DOUBLE, turns INTEGER, terminated BOOLEAN,
@@ -118,11 +119,19 @@ class Store:
             cur.close()
 
     # -- writes ------------------------------------------------------------------------
-    def replace_rows(self, table: str, key: dict[str, Any], rows: Sequence[dict]) -> None:
-        """Atomically replace every row of ``table`` matching ``key`` with ``rows``."""
+    def replace_rows(self, table: str, key: dict[str, Any], rows: Sequence[dict],
+                     among: tuple[str, Sequence[Any]] | None = None) -> None:
+        """Atomically replace every row of ``table`` matching ``key`` with ``rows``;
+        ``among=(column, values)`` narrows the rows replaced to those whose ``column`` is
+        one of ``values``."""
         where = " AND ".join(f'"{k}" = ?' for k in key)
+        params = list(key.values())
+        if among is not None:
+            column, values = among
+            where += f' AND "{column}" IN (SELECT UNNEST(?))'
+            params.append(list(values))
         with self._lock, self.transaction() as cur:
-            cur.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
+            cur.execute(f"DELETE FROM {table} WHERE {where}", params)
             if rows:
                 cols = list(rows[0])
                 names = ", ".join(f'"{c}"' for c in cols)

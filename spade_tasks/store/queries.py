@@ -162,11 +162,12 @@ def design(store: Store, run: str, generation: int, design_idx: int) -> dict | N
 
 
 def run_designs(store: Store, run: str, rejected_only: bool = False) -> list[dict]:
-    """``{generation, design_idx, accepted, env_id, reasons, reward, parent_env_id}`` of
-    every design of the run (only the rejected ones when ``rejected_only``), by generation
-    and index."""
+    """``{generation, design_idx, accepted, env_id, reasons, reward, parent_env_id,
+    revises}`` of every design of the run (only the rejected ones when
+    ``rejected_only``), by generation and index."""
     return store.rows(
-        "SELECT generation, design_idx, accepted, env_id, reasons, reward, parent_env_id"
+        "SELECT generation, design_idx, accepted, env_id, reasons, reward, parent_env_id,"
+        " revises"
         " FROM designs"
         " WHERE run = ?" + (" AND NOT accepted" if rejected_only else "")
         + " ORDER BY generation, design_idx", [run])
@@ -291,6 +292,13 @@ def rival_environments(store: Store, run: str, generation: int | None,
         " OR env_id IN (SELECT env_id FROM memory WHERE run = ?)"
         " OR (run = ? AND generation IS DISTINCT FROM ?) ORDER BY env_id",
         [run, run, generation])
+
+
+def environments_by_id(store: Store, env_ids: Sequence[str],
+                       columns: Sequence[str]) -> list[dict]:
+    """``columns`` of the environments ``env_ids`` names, by env_id."""
+    return store.rows(f"SELECT {', '.join(columns)} FROM environments"
+                      " WHERE env_id IN (SELECT UNNEST(?)) ORDER BY env_id", [list(env_ids)])
 
 
 def designed_environments(store: Store, run: str, generation: int) -> list[dict]:
