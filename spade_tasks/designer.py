@@ -508,8 +508,11 @@ def revise_stage(rt: StageRuntime, generation: int, previous: Designs,
     failed to run is written again by the designer, shown its program and the error
     (``revise``), and recorded unvalidated after the generation's designs so far."""
     done = recorded_designs(rt.store, rt.run, generation, previous)
-    first_idx = 1 + max((d["design_idx"] for d in
-                         queries.designs_of(rt.store, rt.run, generation)), default=-1)
+    # Numbered after every row but this round's own: a rerun after a crash numbers its
+    # revisions as the interrupted attempt did, and replaces those rows.
+    mine = {d.design_idx for d in done}
+    first_idx = 1 + max((r["design_idx"] for r in queries.designs_of(rt.store, rt.run, generation)
+                         if r["revises"] not in mine), default=-1)
     seed = rt.seed(generation) + 7919 * (round_ + 1)  # not the first drafts' draws again
     with progress.stage(f"revise environments (round {round_ + 1})",
                         total=sum(failure_of(d.reasons) is not None for d in done)) as bar:

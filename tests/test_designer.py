@@ -541,8 +541,10 @@ def test_flow_revises_a_crashed_design_and_validates_the_fix(tmp_path):
     from prefect.testing.utilities import prefect_test_harness
 
     from flows import generation as fg
+    from spade_tasks import designer
     from spade_tasks.config import RunConfig, SandboxConfig
     from spade_tasks.llm.scripted import ScriptedBackend as Cycling
+    from spade_tasks.records import Designs
     from spade_tasks.runtime import close_all, open_runtime
 
     cfg = CFG.model_copy(update={
@@ -586,6 +588,18 @@ def test_flow_revises_a_crashed_design_and_validates_the_fix(tmp_path):
     assert stages == ["design_environments", "revise_environments", "revise_environments_2",
                       "sample_documents", "validate_environments", "validate_revisions",
                       "validate_revisions_2"]
+
+    # The last round again, as a rerun after a crash before its stage was marked: its
+    # revision is numbered as before and replaces that row; nothing is appended.
+    try:
+        rt = open_runtime(cfg)
+        rt._backend = Cycling([fenced(MUL)])
+        assert designer.revise_stage(rt, 0, Designs(design_ids=(3,)), 1).design_ids == (4,)
+        assert [(r["design_idx"], r["revises"]) for r in rt.store.rows(
+            "SELECT design_idx, revises FROM designs ORDER BY design_idx")] == \
+            [(0, None), (1, None), (2, None), (3, 0), (4, 3)]
+    finally:
+        close_all()
 
 
 def test_a_revision_that_copies_an_accepted_draft_of_its_generation_is_a_duplicate(

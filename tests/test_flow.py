@@ -27,7 +27,9 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
     cfg["run"].update(name=name, root=str(tmp_path / "runs"))
     cfg["model"].update(max_new_tokens=48)
-    cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160}
+    # A revision round as cpu-tiny has it: a 160-token design seldom parses, so the
+    # real model rewrites its drafts through the flow's revision stages.
+    cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160, "revisions": 1}
     cfg["rollout"] = {"episodes_per_env": 2, "pool_sample": 2, "max_new_tokens": 24,
                       "max_turns": 2}
     cfg["validation"] = {"seeds": [0, 1]}
@@ -130,7 +132,17 @@ def test_two_generations_end_to_end(first_generation):
         "SELECT g.checkpoint, r.mlflow_run_id, g.mlflow_run_id FROM generations g"
         " JOIN runs r USING (run) WHERE g.generation = 0").fetchone()
     step0 = json.loads(con.execute("SELECT metrics FROM train_steps").fetchone()[0])
+    stages = {r[0] for r in con.execute("SELECT stage FROM stages WHERE generation = 0").fetchall()}
+    drafts = con.execute("SELECT design_idx, reasons, revises FROM designs WHERE generation = 0"
+                         " ORDER BY design_idx").fetchall()
     con.close()
+    # The revision round ran as stages of its own; each draft whose program failed to run
+    # (and only those) was rewritten once, as a design numbered after the drafts.
+    assert {"revise_environments", "validate_revisions"} <= stages
+    from spade_tasks.designer import failure_of
+
+    failed = [i for i, reasons, revises in drafts if revises is None and failure_of(reasons)]
+    assert [r for _, _, r in drafts if r is not None] == failed
     if step0["train_samples"]:
         # cpu-tiny's updates a generation, each a real DeepSpeed step.
         want = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())["training"]
