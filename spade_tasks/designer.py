@@ -597,12 +597,13 @@ def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],
                   reports: list[dict]) -> Verdicts:
     """Record validation reports (from ``validate_program``) against their designs
     (near-duplicates of known programs refused); returns the verdicts."""
-    revisions = any(d.revises is not None for d in designs)
+    # Only these designs' rows: a revision round records its rewrites beside the drafts
+    # (and a round with nothing to rewrite records nothing), and what the generation
+    # accepted in earlier rounds is known to the duplicate rule.
     out = record_designs(rt.store, rt.run, generation,
                          with_reports(designs, reports, rt.run, generation),
                          dedup_threshold=rt.cfg.memory.dedup_threshold, sandbox=rt.sandbox,
-                         only_these=revisions,
-                         also_known=accepted_before(rt.store, rt.run, generation, designs)
-                         if revisions else ())
+                         only_these=True,
+                         also_known=accepted_before(rt.store, rt.run, generation, designs))
     return Verdicts(accepted_env_ids=[d.env_id for d in out if d.accepted],
                     rejected=sum(not d.accepted for d in out))

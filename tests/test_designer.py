@@ -598,6 +598,9 @@ def test_flow_revises_a_crashed_design_and_validates_the_fix(tmp_path):
         assert [(r["design_idx"], r["revises"]) for r in rt.store.rows(
             "SELECT design_idx, revises FROM designs ORDER BY design_idx")] == \
             [(0, None), (1, None), (2, None), (3, 0), (4, 3)]
+        # A round with nothing to rewrite records nothing, and removes nothing.
+        assert designer.apply_reports(rt, 0, [], []).accepted_env_ids == ()
+        assert rt.store.rows("SELECT count(*) AS n FROM designs")[0]["n"] == 5
     finally:
         close_all()
 
