@@ -27,8 +27,9 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     cfg = yaml.safe_load((REPO / "configs/cpu-tiny.yaml").read_text())
     cfg["run"].update(name=name, root=str(tmp_path / "runs"))
     cfg["model"].update(max_new_tokens=48)
-    # A revision round as cpu-tiny has it: a 160-token design seldom parses, so the
-    # real model rewrites its drafts through the flow's revision stages.
+    # One revision round (cpu-tiny keeps it off; learn-s26 measured it): a 160-token
+    # design seldom parses, so the real model rewrites drafts through the flow's
+    # revision stages.
     cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160, "revisions": 1}
     cfg["rollout"] = {"episodes_per_env": 2, "pool_sample": 2, "max_new_tokens": 24,
                       "max_turns": 2}
