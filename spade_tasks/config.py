@@ -194,6 +194,11 @@ class DesignerConfig(_Section):
     exception or a syntax error) is written again by the designer, shown its program and
     the error, and the revision is validated like any design (its own row, reward and
     training sample). 0: first drafts only."""
+    revise_on: Literal["errors", "rejections"] = "errors"
+    """What a revision round rewrites: ``errors``, programs that failed to run (an
+    exception or a syntax error); ``rejections``, every program a check refused too (a
+    duplicate, an answer given away, ...), shown the check's reason. A completion with no
+    code is never revised."""
     training: bool = True
     """Train the designer role (False: the reference code's no-designer-training ablation)."""
     reward: str = "regret"

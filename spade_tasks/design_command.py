@@ -41,7 +41,7 @@ class DesignSummary:
     design's last draft."""
     seconds: float
     revisions: int = 0
-    """Drafts rewritten after their program failed to run (``designer.revisions``)."""
+    """Drafts rewritten in revision rounds (``designer.revisions``, ``designer.revise_on``)."""
 
     def to_json(self) -> dict:
         return {"run": self.run, "generation": self.generation, "designs": self.designs,

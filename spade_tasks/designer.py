@@ -47,6 +47,9 @@ VARIANT_PROMPT = "designer_variant.txt"
 """The task of a variant design: one memory program, and a different game to grow from it."""
 REVISE_PROMPT = "designer_revise.txt"
 """The turn after a design whose program did not run: the error, and a request for the fix."""
+REFUSED_PROMPT = "designer_refused.txt"
+"""The turn after a design whose program ran but a check refused (``designer.revise_on:
+rejections``): the check's reason, and a request for a game that passes."""
 MAX_TITLES = 40
 """Titles of existing environments listed in the prompt (newest first)."""
 
@@ -74,8 +77,8 @@ class Design:
     parent_env_id: str | None = None
     """The memory program a variant design was asked to grow from; None for a plain one."""
     revises: int | None = None
-    """The design (index) this one rewrites after its program failed to run; None for a
-    first draft."""
+    """The design (index) this one rewrites after it was rejected (``to_revise``); None
+    for a first draft."""
 
     @property
     def env_id(self) -> str | None:
@@ -240,30 +243,55 @@ def failure_of(reasons: list[str]) -> str | None:
     return error.strip() if sep else None
 
 
-def revision_prompt(design: Design, error: str, prefill: str) -> list[dict]:
+def refusal_of(reasons: list[str]) -> str | None:
+    """The reason a program that ran was refused (a duplicate, an answer the question
+    gives away, ...), for the designer; None when it did not run (``failure_of``) or
+    there is no program."""
+    first = reasons[0] if reasons else ""
+    if not first or first == NO_CODE or failure_of(reasons) is not None:
+        return None
+    return first
+
+
+def revision_prompt(design: Design, error: str, prefill: str,
+                    template: str = REVISE_PROMPT) -> list[dict]:
     """The design's conversation continued: its program as the designer's answer, then
-    the error it met and a request for the whole program fixed (prefilled again)."""
+    the error it met (or the check that refused it, ``template``) and a request for the
+    whole program again (prefilled again)."""
     asked = [m for m in design.prompt if m["role"] != "assistant"]
     answer = f"```python\n{(design.source or '').strip()}\n```"
-    fix = Template((PROMPTS / REVISE_PROMPT).read_text(encoding="utf-8")).substitute(
-        error=error)
+    fix = Template((PROMPTS / template).read_text(encoding="utf-8")).substitute(error=error)
     return with_prefill([*asked, {"role": "assistant", "content": answer},
                          {"role": "user", "content": fix.strip()}], prefill)
 
 
-def revise(backend: Backend, designs: list[Design], cfg: Config, seed: int,
+def to_revise(designs: list[Design], on: str = "errors") -> list[tuple[Design, str, str]]:
+    """The rejected designs a revision round writes again, each with what it is told
+    and the prompt that tells it: those whose program failed to run (``failure_of``),
+    and with ``on="rejections"`` those refused by a check too (``refusal_of``)."""
+    out = []
+    for d in designs:
+        if d.accepted:
+            continue
+        if (err := failure_of(d.reasons)) is not None:
+            out.append((d, err, REVISE_PROMPT))
+        elif on == "rejections" and (why := refusal_of(d.reasons)) is not None:
+            out.append((d, why, REFUSED_PROMPT))
+    return out
+
+
+def revise(backend: Backend, failed: list[tuple[Design, str, str]], cfg: Config, seed: int,
            first_idx: int) -> list[Design]:
-    """One revision of every design whose program failed to run (``failure_of``), in
-    ONE batched generate call: the designer sees its program and the error and writes the
-    program again. The revisions are new designs, numbered from ``first_idx``, each
+    """One revision of every design in ``failed`` (``to_revise``), in ONE batched
+    generate call: the designer sees its program and the error (or refusal) and writes
+    the program again. The revisions are new designs, numbered from ``first_idx``, each
     naming the design it ``revises``; they are validated like any design."""
-    failed = [(d, err) for d in designs if not d.accepted
-              for err in [failure_of(d.reasons)] if err is not None]
-    prompts = [revision_prompt(d, err, cfg.designer.prefill) for d, err in failed]
+    prompts = [revision_prompt(d, err, cfg.designer.prefill, template)
+               for d, err, template in failed]
     params = _sampling(cfg, seed)
     comps = backend.generate(prompts, params) if prompts else []
     out = []
-    for k, ((d, _), prompt, comp) in enumerate(zip(failed, prompts, comps)):
+    for k, ((d, _, _), prompt, comp) in enumerate(zip(failed, prompts, comps)):
         source = extract_program(comp.full_text)
         r = Design(first_idx + k, d.doc_id, d.setting, prompt, comp, source,
                    parent_env_id=d.parent_env_id, revises=d.design_idx)
@@ -315,14 +343,21 @@ def _validate_design(source: str, sandbox, vcfg: ValidationConfig) -> Report:
 # -- the duplicate rule (after the validator: it needs the pool) -----------------------
 
 
+RECORD_COLUMNS = [f.name for f in dataclasses.fields(EnvRecord)]
+"""The ``environments`` columns an ``EnvRecord`` is read back from."""
+
+
+def _records(rows: list[dict]) -> list[EnvRecord]:
+    return [EnvRecord(**r) for r in rows]
+
+
 def known_programs(store: Store, run: str, generation: int | None = None) -> list[EnvRecord]:
     """What a new design must differ from: every committed program (the seeds and the
     Reasoning Gym pool: what designers are shown and warm-started on, whether or not this
     run's store holds them), every environment the run's memory ever held (the pool,
     evicted entries too), and the environments of other generations designed in this run
     (the same generation's earlier attempt is a rerun, not a rival)."""
-    cols = [f.name for f in dataclasses.fields(EnvRecord)]
-    known = [EnvRecord(**r) for r in queries.rival_environments(store, run, generation, cols)]
+    known = _records(queries.rival_environments(store, run, generation, RECORD_COLUMNS))
     stored = {k.env_id for k in known}
     return known + [r for r in committed_programs() if r.env_id not in stored]
 
@@ -464,7 +499,7 @@ def record_designs(store: Store, run: str, generation: int, designs: list[Design
 
 
 __all__ = ["Design", "NO_CODE", "build_prompt", "extract_program", "design", "variant_parents",
-           "failure_of", "revision_prompt", "revise", "revise_stage",
+           "failure_of", "refusal_of", "to_revise", "revision_prompt", "revise", "revise_stage",
            "record_designs", "text_record", "duplicate_reason", "same_answers_reason",
            "known_programs",
            "refuse_duplicates", "design_stage", "load_designs", "recorded_designs", "validate_program",
@@ -505,8 +540,9 @@ def design_stage(rt: StageRuntime, generation: int, documents: Documents) -> Des
 def revise_stage(rt: StageRuntime, generation: int, previous: Designs,
                  round_: int) -> Designs:
     """Revision round ``round_`` (from 0): every design of ``previous`` whose program
-    failed to run is written again by the designer, shown its program and the error
-    (``revise``), and recorded unvalidated after the generation's designs so far."""
+    failed to run (or, with ``designer.revise_on: rejections``, was refused) is written
+    again by the designer, shown its program and the error or refusal (``revise``), and
+    recorded unvalidated after the generation's designs so far."""
     done = recorded_designs(rt.store, rt.run, generation, previous)
     # Numbered after every row but this round's own: a rerun after a crash numbers its
     # revisions as the interrupted attempt did, and replaces those rows.
@@ -514,9 +550,9 @@ def revise_stage(rt: StageRuntime, generation: int, previous: Designs,
     first_idx = 1 + max((r["design_idx"] for r in queries.designs_of(rt.store, rt.run, generation)
                          if r["revises"] not in mine), default=-1)
     seed = rt.seed(generation) + 7919 * (round_ + 1)  # not the first drafts' draws again
-    with progress.stage(f"revise environments (round {round_ + 1})",
-                        total=sum(failure_of(d.reasons) is not None for d in done)) as bar:
-        revised = revise(rt.backend(), done, rt.cfg, seed, first_idx)
+    failed = to_revise(done, rt.cfg.designer.revise_on)
+    with progress.stage(f"revise environments (round {round_ + 1})", total=len(failed)) as bar:
+        revised = revise(rt.backend(), failed, rt.cfg, seed, first_idx)
         bar.advance(len(revised), sum(len(d.completion.token_ids) for d in revised))
     record_designs(rt.store, rt.run, generation, revised, only_these=True)
     return Designs(design_ids=[d.design_idx for d in revised])
@@ -589,8 +625,7 @@ def accepted_before(store: Store, run: str, generation: int,
     mine = {d.design_idx for d in designs}
     ids = [r["env_id"] for r in queries.designs_of(store, run, generation)
            if r["accepted"] and r["env_id"] and r["design_idx"] not in mine]
-    cols = [f.name for f in dataclasses.fields(EnvRecord)]
-    return [EnvRecord(**r) for r in queries.environments_by_id(store, ids, cols)]
+    return _records(queries.environments_by_id(store, ids, RECORD_COLUMNS))
 
 
 def apply_reports(rt: StageRuntime, generation: int, designs: list[Design],

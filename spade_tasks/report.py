@@ -7,7 +7,7 @@ the hint. ``accepted`` counts accepted designs that are not duplicates: a design
 validator accepted but whose program is a copy (a ``duplicate`` reason, or a program the
 memory refused as a near-duplicate or already held) does not count.
 
-With ``designer.revisions``, a design whose program failed to run is written again; a
+With ``designer.revisions``, a rejected design is written again (``to_revise``); a
 design is then its first draft and its revisions: ``designs`` counts first drafts,
 ``accepted`` the designs accepted as new at any draft, and ``rejections`` the last
 draft's reason. ``revisions`` and ``revisions_accepted`` say how many drafts were

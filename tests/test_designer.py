@@ -9,8 +9,8 @@ from spade_tasks.config import Config, CorpusConfig, DesignerConfig, MemoryConfi
 from spade_tasks.corpus import Document
 from spade_tasks.design_command import run_design
 from spade_tasks.designer import (NO_CODE, Design, build_prompt, design, extract_program,
-                                  failure_of, record_designs, revise, validate_program,
-                                  variant_parents, with_reports)
+                                  failure_of, record_designs, refusal_of, revise, to_revise,
+                                  validate_program, variant_parents, with_reports)
 from spade_tasks.environments import env_id_of
 from spade_tasks.llm.base import Completion
 from spade_tasks.memory import PromptExamples
@@ -516,13 +516,37 @@ def test_failure_of_names_only_a_program_that_did_not_run():
     assert failure_of([]) is None
 
 
+def test_refusal_of_names_only_a_program_that_ran_and_was_refused():
+    dup = "duplicate: the same game as 0feabd7a207e30eb (Count the vowels of three words.)"
+    assert refusal_of([dup, "answer_given: x"]) == dup
+    assert refusal_of(["parse: line 13: f-string: unmatched '('"]) is None  # did not run
+    assert refusal_of(["step_return: probe action 'empty': exception: NameError (line 1): x"]) \
+        is None
+    assert refusal_of([NO_CODE]) is None and refusal_of([]) is None
+
+
+def test_to_revise_takes_refusals_only_when_asked(sandbox):
+    drafts = _validated(design(ScriptedBackend([fenced(CRASH), fenced(GOOD), "no code here"]),
+                               DOCS, PromptExamples([], [], []), CFG, seed=0), sandbox, 0)
+    drafts[1].accepted, drafts[1].reasons = False, ["answer_given: the answer is word 3"]
+    errors = to_revise(drafts)
+    assert [(d.design_idx, t) for d, _, t in errors] == [(0, "designer_revise.txt")]
+    both = to_revise(drafts, on="rejections")
+    assert [(d.design_idx, t) for d, _, t in both] == [(0, "designer_revise.txt"),
+                                                       (1, "designer_refused.txt")]
+    backend = ScriptedBackend([fenced(MUL), fenced(MUL)])
+    revise(backend, both, CFG, seed=1, first_idx=3)
+    told = backend.calls[0][0][1][3]["content"]
+    assert "The checks refused your program" in told and "answer is word 3" in told
+
+
 def test_a_revision_shows_the_program_and_its_error_and_names_its_draft(sandbox):
     designs = design(ScriptedBackend([fenced(CRASH), fenced(GOOD), "no code here"]), DOCS,
                      PromptExamples([], [], []), CFG, seed=0)
     validated = _validated(designs, sandbox, 0)
     assert [d.accepted for d in validated] == [False, True, False]
     backend = ScriptedBackend([fenced(MUL)])
-    (rev,) = revise(backend, validated, CFG, seed=1, first_idx=3)
+    (rev,) = revise(backend, to_revise(validated), CFG, seed=1, first_idx=3)
     assert (rev.design_idx, rev.revises, rev.doc_id) == (3, 0, validated[0].doc_id)
     assert rev.source == MUL
     (conv,) = backend.calls[0][0]
@@ -530,7 +554,7 @@ def test_a_revision_shows_the_program_and_its_error_and_names_its_draft(sandbox)
     assert conv[2] == {"role": "assistant", "content": f"```python\n{CRASH.strip()}\n```"}
     assert conv[3]["role"] == "user" and "NameError" in conv[3]["content"] \
         and "actoin" in conv[3]["content"]
-    assert revise(ScriptedBackend([fenced(MUL)]), validated[1:], CFG, 1, 3) == []
+    assert revise(ScriptedBackend([fenced(MUL)]), to_revise(validated[1:]), CFG, 1, 3) == []
 
 
 def test_flow_revises_a_crashed_design_and_validates_the_fix(tmp_path):
@@ -614,7 +638,8 @@ def test_a_revision_that_copies_an_accepted_draft_of_its_generation_is_a_duplica
         drafts = record_designs(store, "r", 0, _validated(design(
             ScriptedBackend([fenced(CRASH), fenced(GOOD)]), DOCS[:2],
             PromptExamples([], [], []), CFG, seed=0), sandbox, 0), root)
-        revs = revise(ScriptedBackend([fenced(GOOD)]), drafts, CFG, seed=1, first_idx=2)
+        revs = revise(ScriptedBackend([fenced(GOOD)]), to_revise(drafts), CFG, seed=1,
+                      first_idx=2)
         earlier = accepted_before(store, "r", 0, revs)
         assert [e.env_id for e in earlier] == [drafts[1].env_id]
         (out,) = record_designs(store, "r", 0, _validated(revs, sandbox, 0), root,
