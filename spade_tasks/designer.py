@@ -31,8 +31,9 @@ from spade_tasks.memory import (MemoryEntry, PromptExamples, entries, features, 
 from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.store import Store, queries
-from spade_tasks.validation import (PROBE_SEEDS, PROBE_WORDS, Report, answer_behaviour,
-                                    env_class_name, validate_source)
+from spade_tasks.validation import (MIN_SHARED_QUESTIONS, PROBE_SEEDS, PROBE_WORDS, Report,
+                                    answer_items, behaviour_of, env_class_name,
+                                    shared_questions, validate_source)
 
 if TYPE_CHECKING:
     from spade_tasks.stage_runtime import StageRuntime
@@ -404,35 +405,48 @@ def duplicate_reason(rec: EnvRecord, known: list[EnvRecord], threshold: float) -
     return None
 
 
-_ANSWERS: dict[str, str | None] = {}
-"""``answer_behaviour`` by env_id (a hash of the program): known programs are asked again
-by every generation's designs, and a program's answers never change."""
+_ANSWERS: dict[str, list | None] = {}
+"""``answer_items`` by env_id (a hash of the program): known programs are asked again by
+every generation's designs, and a program's answers never change."""
 
 
-def _answers(rec: EnvRecord, sandbox: Sandbox) -> str | None:
+def _answers(rec: EnvRecord, sandbox: Sandbox) -> list | None:
     if "QuizEnv" not in rec.source:  # only a quiz takes the probe words
         return None
     if rec.env_id not in _ANSWERS:
         # Committed programs are known from their text alone: their class is read again.
-        _ANSWERS[rec.env_id] = answer_behaviour(
+        _ANSWERS[rec.env_id] = answer_items(
             sandbox, rec.source, env_class_name(rec.source) or rec.class_name)
     return _ANSWERS[rec.env_id]
 
 
 def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
                         sandbox: Sandbox) -> str | None:
-    """``"duplicate: ..."`` when ``rec`` is a quiz that, over the same probe words,
-    shows the same words and answers as a known quiz on every probe seed
-    (``validation.answer_behaviour``): the same game in other code or other words, which
-    the text rules of ``duplicate_reason`` cannot see."""
+    """``"duplicate: ..."`` when ``rec`` is a quiz that computes what a known quiz does:
+    over the same probe words it shows the same words and answers on every probe seed
+    (``validation.answer_behaviour``), or it answers alike every question both ask over
+    ``PROBE_DRAWS`` seeds, at least ``MIN_SHARED_QUESTIONS`` of them
+    (``validation.shared_questions``: the same game drawn another way). The same game
+    in other code or other words, which the text rules of ``duplicate_reason`` cannot
+    see."""
     mine = _answers(rec, sandbox)
     if mine is None:
         return None
+    behaviour = behaviour_of(mine)
     for k in known:
-        if k.env_id != rec.env_id and _answers(k, sandbox) == mine:
-            return (f"duplicate: the same game as {k.env_id} ({k.title or k.class_name}): "
-                    f"over the same {len(PROBE_WORDS)} words it shows the same words and "
-                    f"gives the same answers on {PROBE_SEEDS} seeds")
+        theirs = _answers(k, sandbox) if k.env_id != rec.env_id else None
+        if theirs is None:
+            continue
+        name = f"{k.env_id} ({k.title or k.class_name})"
+        if behaviour_of(theirs) == behaviour:
+            return (f"duplicate: the same game as {name}: over the same {len(PROBE_WORDS)} "
+                    f"words it shows the same words and gives the same answers on "
+                    f"{PROBE_SEEDS} seeds")
+        shared = shared_questions(mine, theirs)
+        if shared >= MIN_SHARED_QUESTIONS:
+            return (f"duplicate: the same game as {name} drawn another way: the {shared} "
+                    f"questions both ask over the same {len(PROBE_WORDS)} words get the "
+                    f"same answers")
     return None
 
 

@@ -424,6 +424,43 @@ letters all different, vowels from none to four, so different games over them an
 differently."""
 PROBE_SEEDS = 16
 """Resets ``answer_behaviour`` records."""
+PROBE_DRAWS = 64
+"""Resets ``answer_items`` records: enough that two quizzes showing one or two words
+ask some of the same questions whatever their draws (16 probe words: 16 questions of
+one word, 240 of two in order)."""
+_NUMBER = re.compile(r"\d+")
+
+Question = tuple[tuple[str, ...], tuple[str, ...]]
+"""What a quiz's question asks about, apart from its wording: the probe words it shows,
+in order, and the numbers it states."""
+
+
+def answer_items(sandbox: Sandbox, source: str, class_name: str,
+                 seeds: int = PROBE_DRAWS) -> list[tuple[Question, str]] | None:
+    """What a quiz computes on each of ``seeds`` seeds with its word tables set to
+    ``PROBE_WORDS`` (a ``QuizEnv``'s ``WORDS_OPTION``): its first question (``Question``)
+    and the oracle's first answer. None for a program that is not such a quiz (no word
+    table, no oracle) or that fails on the probe words."""
+    items = []
+    with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
+        if not ep.load_result.ok or not ep.meta.has_oracle:
+            return None
+        for seed in range(seeds):
+            r = ep.reset(seed, {WORDS_OPTION: list(PROBE_WORDS)})
+            if not r.ok or not isinstance(r.value[1], dict) or not r.value[1].get("tables"):
+                return None
+            o = ep.oracle()
+            if not o.ok or not isinstance(o.value, str):
+                return None
+            text = str(r.value[0])
+            shown = tuple(w for w in _words(text) if w in PROBE_WORDS)
+            items.append(((shown, tuple(_NUMBER.findall(text))), o.value))
+    return items
+
+
+def behaviour_of(items: list[tuple[Question, str]]) -> str:
+    """The hash ``answer_behaviour`` gives for ``answer_items``' first ``PROBE_SEEDS``."""
+    return _digest([[sorted(set(q[0])), answer] for q, answer in items[:PROBE_SEEDS]])
 
 
 def answer_behaviour(sandbox: Sandbox, source: str, class_name: str) -> str | None:
@@ -435,20 +472,32 @@ def answer_behaviour(sandbox: Sandbox, source: str, class_name: str) -> str | No
     ``list(reversed(shown))``; "Reverse the list" and "Swap the first 2 of the list"):
     the same game for the duplicate rule. None for a program that is not such a quiz
     (no word table, no oracle) or that fails on the probe words."""
-    items = []
-    with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
-        if not ep.load_result.ok or not ep.meta.has_oracle:
-            return None
-        for seed in range(PROBE_SEEDS):
-            r = ep.reset(seed, {WORDS_OPTION: list(PROBE_WORDS)})
-            if not r.ok or not isinstance(r.value[1], dict) or not r.value[1].get("tables"):
-                return None
-            o = ep.oracle()
-            if not o.ok or not isinstance(o.value, str):
-                return None
-            shown = sorted(set(_words(str(r.value[0]))) & set(PROBE_WORDS))
-            items.append([shown, o.value])
-    return _digest(items)
+    items = answer_items(sandbox, source, class_name, PROBE_SEEDS)
+    return None if items is None else behaviour_of(items)
+
+
+MIN_SHARED_QUESTIONS = 3
+"""Questions two quizzes must both ask, with the same answers and none different, for
+``shared_questions`` to call them one game under other draws."""
+
+
+def shared_questions(mine: list[tuple[Question, str]], theirs: list[tuple[Question, str]]) -> int:
+    """How many questions (``Question``) two quizzes both ask and answer alike, or 0 when
+    one of them is answered differently: the same game drawn another way (a word taken
+    from a sample of 4 rather than from the table, a list of 3 to 5 words where the
+    other draws 4) agrees wherever the two ask the same thing. A question a quiz answers
+    in more than one way depends on something it does not show, and is not compared."""
+    def answers(items):
+        out: dict[Question, set[str]] = {}
+        for q, a in items:
+            out.setdefault(q, set()).add(a)
+        return {q: next(iter(a)) for q, a in out.items() if len(a) == 1}
+
+    a, b = answers(mine), answers(theirs)
+    both = a.keys() & b.keys()
+    if any(a[q] != b[q] for q in both):
+        return 0
+    return len(both)
 
 
 def _fault(check: str, p: Played, what: str) -> str:

@@ -212,6 +212,52 @@ def test_answer_behaviour_sees_the_same_answers_through_other_code_words_and_que
     assert same_answers_reason(record(sorted_), known, sandbox) is None
 
 
+REVERSE_WORD = (Path("environments_store/seeds_small") / "reverse_word.py").read_text()
+REVERSE_DRAWN = REVERSE_WORD.replace(
+    "        word = rng.choice(WORDS)\n",
+    "        shown = rng.sample(WORDS, rng.randint(3, 5))\n        word = shown[0]\n").replace(
+    "ReverseWordEnv", "BackwardsEnv")
+"""reverse_word.py with its word drawn another way (the first of a sample of 3 to 5): other
+draws on every seed, so other questions seed by seed, but the same game (a designed
+rewrite that `learn-s26` accepted in generation 2)."""
+
+
+def test_a_quiz_drawn_another_way_is_the_same_game(sandbox):
+    from spade_tasks.designer import same_answers_reason
+    from spade_tasks.environments import EnvRecord, env_id_of
+    from spade_tasks.validation import answer_items, env_class_name, shared_questions
+
+    def record(source):
+        return EnvRecord(env_id_of(source), source, "X", "", "", 1, True, True, "designed", "")
+
+    def items(source):
+        return answer_items(sandbox, source, env_class_name(source))
+
+    assert REVERSE_DRAWN.count("shown[0]") == 1
+    assert _behaviour(sandbox, REVERSE_DRAWN) != _behaviour(sandbox, REVERSE_WORD)  # other draws
+    assert shared_questions(items(REVERSE_DRAWN), items(REVERSE_WORD)) >= 3
+    why = same_answers_reason(record(REVERSE_DRAWN), [record(REVERSE_WORD)], sandbox)
+    assert why is not None and "drawn another way" in why, why
+    # Another answer to the same questions is another game.
+    first = REVERSE_DRAWN.replace("answer = word[::-1]", "answer = word[0]")
+    assert shared_questions(items(first), items(REVERSE_WORD)) == 0
+    assert same_answers_reason(record(first), [record(REVERSE_WORD)], sandbox) is None
+
+
+def test_shared_questions_counts_questions_both_answer_one_way():
+    from spade_tasks.validation import shared_questions
+
+    def q(*words):
+        return (words, ())
+
+    mine = [(q("fig"), "gif"), (q("sky"), "yks"), (q("moon"), "noom"), (q("fig"), "gif")]
+    assert shared_questions(mine, [(q("sky"), "yks"), (q("fig"), "gif"), (q("zebra"), "a")]) == 2
+    assert shared_questions(mine, [(q("sky"), "yks"), (q("fig"), "f")]) == 0  # one differs
+    # A question answered two ways depends on something it does not show: not compared.
+    assert shared_questions(mine + [(q("moon"), "noo")], [(q("moon"), "noo")]) == 0
+    assert shared_questions(mine, [((("moon",), ("3",)), "noo")]) == 0  # a number shown too
+
+
 def test_no_two_committed_quizzes_compute_the_same_answers(sandbox):
     """The behaviour rule refuses none of the committed games as a copy of another:
     every small seed and held-out quiz with a word table has its own answers."""
@@ -219,6 +265,15 @@ def test_no_two_committed_quizzes_compute_the_same_answers(sandbox):
     measured = {name: b for name, b in behaviours.items() if b is not None}
     assert len(measured) >= 25, sorted(set(behaviours) - set(measured))
     assert len(set(measured.values())) == len(measured)
+    # nor as one game drawn another way: no two agree on the questions both ask
+    from spade_tasks.validation import (MIN_SHARED_QUESTIONS, answer_items, env_class_name,
+                                        shared_questions)
+
+    items = {p.name: answer_items(sandbox, p.read_text(), env_class_name(p.read_text()))
+             for p in SMALL + HELDOUT_SMALL if p.name in measured}
+    same = [(a, b) for a in items for b in items
+            if a < b and shared_questions(items[a], items[b]) >= MIN_SHARED_QUESTIONS]
+    assert same == []
     # not a quiz: nothing to compare
     seed = SEEDS[0].read_text()
     assert "QuizEnv" not in seed and _behaviour(sandbox, seed) is None
