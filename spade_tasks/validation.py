@@ -439,19 +439,21 @@ def answer_items(sandbox: Sandbox, source: str, class_name: str,
                  seeds: int = PROBE_DRAWS) -> list[tuple[Question, str]] | None:
     """What a quiz computes on each of ``seeds`` seeds with its word tables set to
     ``PROBE_WORDS`` (a ``QuizEnv``'s ``WORDS_OPTION``): its first question (``Question``)
-    and the oracle's first answer. None for a program that is not such a quiz (no word
-    table, no oracle) or that fails on the probe words."""
+    and the oracle's first answer, up to the first seed it fails on. None for a program
+    that is not such a quiz (no word table, no oracle) or that fails on the probe words
+    within ``PROBE_SEEDS`` seeds."""
     items = []
     with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
         if not ep.load_result.ok or not ep.meta.has_oracle:
             return None
         for seed in range(seeds):
             r = ep.reset(seed, {WORDS_OPTION: list(PROBE_WORDS)})
-            if not r.ok or not isinstance(r.value[1], dict) or not r.value[1].get("tables"):
-                return None
-            o = ep.oracle()
-            if not o.ok or not isinstance(o.value, str):
-                return None
+            o = ep.oracle() if r.ok else None
+            if not r.ok or not isinstance(r.value[1], dict) or not r.value[1].get("tables") \
+                    or not o.ok or not isinstance(o.value, str):
+                # A quiz that fails on a late draw is still compared on the draws before
+                # it, as ``answer_behaviour`` compares its first ``PROBE_SEEDS``.
+                return items if len(items) >= PROBE_SEEDS else None
             text = str(r.value[0])
             shown = tuple(w for w in _words(text) if w in PROBE_WORDS)
             items.append(((shown, tuple(_NUMBER.findall(text))), o.value))
@@ -481,7 +483,8 @@ MIN_SHARED_QUESTIONS = 3
 ``shared_questions`` to call them one game under other draws."""
 
 
-def shared_questions(mine: list[tuple[Question, str]], theirs: list[tuple[Question, str]]) -> int:
+def shared_questions(mine: list[tuple[Question, str]],
+                     theirs: list[tuple[Question, str]]) -> int:
     """How many questions (``Question``) two quizzes both ask and answer alike, or 0 when
     one of them is answered differently: the same game drawn another way (a word taken
     from a sample of 4 rather than from the table, a list of 3 to 5 words where the
