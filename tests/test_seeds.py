@@ -244,6 +244,19 @@ def test_a_quiz_drawn_another_way_is_the_same_game(sandbox):
     assert same_answers_reason(record(first), [record(REVERSE_WORD)], sandbox) is None
 
 
+def test_a_quiz_failing_on_a_late_draw_is_compared_on_the_draws_before_it(sandbox):
+    from spade_tasks.validation import PROBE_DRAWS, PROBE_SEEDS, answer_items, env_class_name
+
+    def failing_on(word):
+        src = REVERSE_WORD.replace("        question = ", f"        if word == '{word}':\n"
+                                   "            raise ValueError(word)\n        question = ", 1)
+        return answer_items(sandbox, src, env_class_name(src))
+
+    late = failing_on("kettle")  # first drawn on seed 31 of the probe draws
+    assert late is not None and PROBE_SEEDS <= len(late) < PROBE_DRAWS
+    assert failing_on("apricot") is None  # drawn within the first PROBE_SEEDS: not a quiz
+
+
 def test_shared_questions_counts_questions_both_answer_one_way():
     from spade_tasks.validation import shared_questions
 
