@@ -207,8 +207,8 @@ REJECTION_STAGES: tuple[str, ...] = (
     "no_code", "parse", "env_class", "imports", "load", "max_turns", "limits",
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
-    "answer_determined", "answer_given", "non_trivial", "floor_gap", "reward_well_formed", "hint",
-    "resource_bounds",
+    "answer_determined", "answer_given", "answer_asked", "non_trivial", "floor_gap",
+    "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
@@ -230,6 +230,11 @@ gets through most checks, but what it pays for is not a task. Like a duplicate t
 earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
 earned more than most honest failures and the designer drifted towards them (learn-s21:
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
+UNASKED_CHECKS = frozenset({"answer_asked"})
+"""Rejections of a game that scores something its question does not ask for: no player
+wins it by doing the task. Like a duplicate they earn ``DUPLICATE_PROGRESS``; at their
+place near the end of the order they would pay a designer for rewording a working quiz's
+question into another one's."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
 """The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")
@@ -293,10 +298,11 @@ def rejection_progress(reasons: Sequence[str], source: str | None, text: str = "
     ``REJECTION_STAGES``, refined inside the first stages (which part of the program
     parses, which parts of the contract appear) so that designs failing the same early
     check still differ. Gaming rejections (``GAMING_CHECKS``, ``FREE_WIN_CHECKS``) make
-    no progress past parsing; a check this list does not know counts as the first
+    no progress past parsing, nor do questions that do not ask for what they score
+    (``UNASKED_CHECKS``); a check this list does not know counts as the first
     dynamic one."""
     name = check_name(reasons[0]) if reasons else "no_code"
-    if name == "duplicate" or name in FREE_WIN_CHECKS:
+    if name == "duplicate" or name in FREE_WIN_CHECKS | UNASKED_CHECKS:
         return DUPLICATE_PROGRESS
     if name in GAMING_CHECKS:
         return 0.0

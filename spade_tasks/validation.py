@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spade_tasks import pysyntax
+from spade_tasks import asked, pysyntax
 from spade_tasks.answers import answer_of, leaks
 from spade_tasks.config import SandboxConfig, ValidationConfig
 from spade_tasks.sandbox import CallResult, Episode, ProgramMeta, Sandbox
@@ -435,14 +435,13 @@ Question = tuple[tuple[str, ...], tuple[str, ...]]
 in order, and the numbers it states."""
 
 
-def answer_items(sandbox: Sandbox, source: str, class_name: str,
-                 seeds: int = PROBE_DRAWS) -> list[tuple[Question, str]] | None:
-    """What a quiz computes on each of ``seeds`` seeds with its word tables set to
-    ``PROBE_WORDS`` (a ``QuizEnv``'s ``WORDS_OPTION``): its first question (``Question``)
-    and the oracle's first answer, up to the first seed it fails on. None for a program
-    that is not such a quiz (no word table, no oracle) or that fails on the probe words
-    within ``PROBE_SEEDS`` seeds."""
-    items = []
+def probe_draws(sandbox: Sandbox, source: str, class_name: str,
+                seeds: int = PROBE_DRAWS) -> list[tuple[str, str]] | None:
+    """A quiz's first question and the oracle's first answer on each of ``seeds`` seeds
+    with its word tables set to ``PROBE_WORDS`` (a ``QuizEnv``'s ``WORDS_OPTION``), up
+    to the first seed it fails on. None for a program that is not such a quiz (no word
+    table, no oracle) or that fails on the probe words within ``PROBE_SEEDS`` seeds."""
+    draws = []
     with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
         if not ep.load_result.ok or not ep.meta.has_oracle:
             return None
@@ -453,11 +452,24 @@ def answer_items(sandbox: Sandbox, source: str, class_name: str,
                     or not o.ok or not isinstance(o.value, str):
                 # A quiz that fails on a late draw is still compared on the draws before
                 # it, as ``answer_behaviour`` compares its first ``PROBE_SEEDS``.
-                return items if len(items) >= PROBE_SEEDS else None
-            text = str(r.value[0])
-            shown = tuple(w for w in _words(text) if w in PROBE_WORDS)
-            items.append(((shown, tuple(_NUMBER.findall(text))), o.value))
-    return items
+                return draws if len(draws) >= PROBE_SEEDS else None
+            draws.append((str(r.value[0]), o.value))
+    return draws
+
+
+def _shown(text: str) -> tuple[str, ...]:
+    """The probe words a question shows, in order."""
+    return tuple(w for w in _words(text) if w in PROBE_WORDS)
+
+
+def answer_items(sandbox: Sandbox, source: str, class_name: str,
+                 seeds: int = PROBE_DRAWS) -> list[tuple[Question, str]] | None:
+    """What a quiz computes on ``probe_draws``: its first question (``Question``) and
+    the oracle's first answer on each draw. None where ``probe_draws`` gives None."""
+    draws = probe_draws(sandbox, source, class_name, seeds)
+    if draws is None:
+        return None
+    return [((_shown(text), tuple(_NUMBER.findall(text))), answer) for text, answer in draws]
 
 
 def behaviour_of(items: list[tuple[Question, str]]) -> str:
@@ -894,6 +906,37 @@ def check_answer_given(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_answer_asked(ctx: Ctx) -> list[str]:
+    """A word quiz scores what its question asks for. Over ``probe_draws``, where the
+    oracle's answer is one of the word operations of ``asked.OPERATIONS`` on every draw
+    (the words in reverse order, the longest word, each word's vowels counted, ...), the
+    question may not ask only for others: "Write these words in alphabetical order"
+    scored on their first letters, "Count the vowels of each word" scored on their
+    lengths. Every other check accepts such a quiz (it runs, its text decides its answer,
+    it gives nothing away), and no player wins it by doing what it says; it was most of
+    what learn-s22 to learn-s27 accepted. An answer no operation computes, or a
+    question that names none, is not judged (``asked``)."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    draws = probe_draws(ctx.sandbox, ctx.source, ctx.class_name)
+    if draws is None:
+        raise Skipped("no word table to draw probe words from")
+    read = [(text, tuple(dict.fromkeys(_shown(text))), _answer_items(answer))
+            for text, answer in draws]
+    problem = asked.unasked(read)
+    if problem:
+        return [f"answer_asked: {problem}; a player doing what the question says never wins"]
+    scored = asked.computed(read)
+    ctx.notes["answer_asked"] = (f"the answer is {scored[0].name}, which the question asks for"
+                                 if scored else "no operation of the lexicon computes the answer")
+    return []
+
+
+def _answer_items(oracle: str) -> tuple[str, ...]:
+    """An oracle's answer as ``QuizEnv`` matches it: items split at commas, lower case."""
+    return tuple(a.strip().lower() for a in answer_of(oracle).split(","))
+
+
 def _short(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
@@ -1058,9 +1101,9 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
-                  check_answer_determined, check_answer_given, check_non_trivial,
-                  check_floor_gap, check_reward_well_formed, check_hint, check_hint_leak,
-                  check_resource_bounds]
+                  check_answer_determined, check_answer_given, check_answer_asked,
+                  check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
+                  check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""
 
@@ -1126,8 +1169,8 @@ _VERDICT_PACKAGES = ("gymnasium", "numpy", "reasoning-gym")
 @functools.cache
 def _code_fingerprint() -> str:
     h = hashlib.sha256(platform.python_version().encode())
-    for f in sorted([_PKG / "validation.py", _PKG / "gym_wrapper.py", _PKG / "hints.py",
-                     _PKG / "answers.py", *(_PKG / "sandbox").rglob("*.py")]):
+    for f in sorted([_PKG / "validation.py", _PKG / "asked.py", _PKG / "gym_wrapper.py",
+                     _PKG / "hints.py", _PKG / "answers.py", *(_PKG / "sandbox").rglob("*.py")]):
         h.update(f.read_bytes())
     for dist in _VERDICT_PACKAGES:
         try:

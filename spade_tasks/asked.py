@@ -1,0 +1,195 @@
+"""What a word quiz's question asks, read by a lexicon rather than a model.
+
+A quiz that asks one thing and scores another ("Write these words in alphabetical
+order", scored on their first letters) runs, decides its answer from its text and gives
+nothing away, so every check that plays a program accepts it, and no player can win it
+by doing what it says. It was most of what the 135M designer got accepted (README,
+learn-s22 to learn-s27: "asks one thing and scores another"). No model here reads a
+question well enough to judge it, but the word games share a small vocabulary of
+operations (reverse, sort, count the vowels, the longest word, ...), each computable from
+the words a question shows and each named by a few words of English.
+
+So the rule has two halves, both conservative:
+
+- ``computed``: the operations whose result equals the oracle's answer on every probe
+  draw they apply to (at least ``MIN_DRAWS``). An answer no operation here computes is
+  not judged.
+- an operation is *asked for* when its words appear in the question (``Operation.asks``,
+  wide on purpose: "length" asks for the longest word as well as for a count of
+  letters). The question must ask for one of the computed operations wherever it asks
+  for any operation here; ``unasked`` reports a draw where it asks only for others.
+
+The lexicon is English and covers the word-game family of the small seeds; a game
+outside it passes unjudged."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+VOWELS = frozenset("aeiou")
+MIN_DRAWS = 8
+"""Probe draws an operation must agree with the oracle on before the rule trusts that a
+quiz computes it: fewer could be a coincidence (two words whose reverse and sorted
+orders agree)."""
+
+Words = tuple[str, ...]
+Draw = tuple[str, Words, tuple[str, ...]]
+"""One probe draw: the question as shown, the probe words it shows (in order, each
+once), and the oracle's answer as items (lower case, split at commas)."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    asks: tuple[str, ...]
+    """Patterns the question (lower case, without its probe words and numbers) must all
+    match to ask for this operation."""
+    compute: Callable[[Words], tuple[str, ...] | None]
+    """The answer's items from the shown words, or None where it does not apply."""
+
+    def asked_in(self, question: str) -> bool:
+        return all(re.search(p, question) for p in self.asks)
+
+
+def _one(f: Callable[[str], object]) -> Callable[[Words], tuple[str, ...] | None]:
+    """An operation on a question that shows one word."""
+    def compute(words: Words):
+        if len(words) != 1:
+            return None
+        out = f(words[0])
+        return None if out is None else (str(out),)
+    return compute
+
+
+def _list(f: Callable[[Words], object]) -> Callable[[Words], tuple[str, ...] | None]:
+    """An operation on a question that shows several words; a list result is its items."""
+    def compute(words: Words):
+        if len(words) < 2:
+            return None
+        out = f(words)
+        if out is None:
+            return None
+        return tuple(str(x) for x in out) if isinstance(out, (list, tuple)) else (str(out),)
+    return compute
+
+
+def _unique(words: Words, key) -> str | None:
+    """The one word with the highest ``key``, None on a tie (then no single answer)."""
+    best = max(key(w) for w in words)
+    top = [w for w in words if key(w) == best]
+    return top[0] if len(top) == 1 else None
+
+
+def _vowels(w: str) -> int:
+    return sum(c in VOWELS for c in w)
+
+
+def _middle(w: str) -> str | None:
+    return w[len(w) // 2] if len(w) % 2 else None
+
+
+_BACK = r"revers|backward|mirror|right to left|invert|flip"
+_ALPHA = r"alphabet|sort|a to z|dictionary|lexicograph"
+_LETTERS = r"letter|long|length|character|size"
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("the word spelt backwards", (_BACK,), _one(lambda w: w[::-1])),
+    Operation("the number of letters of the word", (_LETTERS,), _one(len)),
+    Operation("the number of vowels of the word", (r"vowel",), _one(_vowels)),
+    Operation("the number of consonants of the word", (r"consonant",),
+              _one(lambda w: len(w) - _vowels(w))),
+    Operation("the word without its vowels", (r"vowel",),
+              _one(lambda w: "".join(c for c in w if c not in VOWELS))),
+    Operation("the word's letters in alphabetical order", (_ALPHA + r"|order",),
+              _one(lambda w: "".join(sorted(w)))),
+    Operation("the word's first letter", (r"first|start|begin|initial",), _one(lambda w: w[0])),
+    Operation("the word's last letter", (r"last|end|final",), _one(lambda w: w[-1])),
+    Operation("the word's middle letter", (r"middle|cent",), _one(_middle)),
+    Operation("the words in reverse order",
+              (_BACK + r"|opposite|last to first|end to",), _list(lambda ws: ws[::-1])),
+    Operation("the words in alphabetical order", (_ALPHA,), _list(sorted)),
+    Operation("the words in reverse alphabetical order",
+              (_ALPHA, _BACK + r"|descend|z to a|opposite|last"),
+              _list(lambda ws: sorted(ws, reverse=True))),
+    Operation("each word spelt backwards", (_BACK + r"|spell",),
+              _list(lambda ws: [w[::-1] for w in ws])),
+    Operation("the whole list spelt backwards", (_BACK + r"|spell",),
+              _list(lambda ws: ["".join(ws)[::-1]])),
+    Operation("each word's number of letters", (_LETTERS,), _list(lambda ws: [len(w) for w in ws])),
+    Operation("each word's number of vowels", (r"vowel",), _list(lambda ws: [_vowels(w) for w in ws])),
+    Operation("the number of letters of all the words", (_LETTERS + r"|total|sum|together",),
+              _list(lambda ws: sum(map(len, ws)))),
+    Operation("the number of vowels of all the words", (r"vowel",),
+              _list(lambda ws: sum(map(_vowels, ws)))),
+    Operation("the words' first letters", (r"first|start|begin|initial",),
+              _list(lambda ws: [w[0] for w in ws])),
+    Operation("the words' last letters", (r"last|end|final",), _list(lambda ws: [w[-1] for w in ws])),
+    Operation("the words without their vowels", (r"vowel",),
+              _list(lambda ws: ["".join(c for c in w if c not in VOWELS) for w in ws])),
+    Operation("the longest word", (r"long|length|letter|big|large|great|size",),
+              _list(lambda ws: _unique(ws, len))),
+    Operation("the shortest word", (r"short|length|letter|small|little|size",),
+              _list(lambda ws: _unique(ws, lambda w: -len(w)))),
+    Operation("the word with the most vowels", (r"vowel",), _list(lambda ws: _unique(ws, _vowels))),
+    Operation("the first word in alphabetical order", (_ALPHA + r"|first|earl",),
+              _list(min)),
+    Operation("the last word in alphabetical order", (_ALPHA + r"|last|late",),
+              _list(max)),
+)
+
+
+def _same(items: tuple[str, ...], out: tuple[str, ...]) -> bool:
+    """The oracle's items against an operation's: as items, or as one text written
+    without separators ("k, m" and "km" both answer the first letters of two words)."""
+    if items == out:
+        return True
+    return "".join(items).replace(" ", "") == "".join(out)
+
+
+def computed(draws: Sequence[Draw]) -> list[Operation]:
+    """The operations that give the oracle's answer on every draw they apply to, and
+    apply to at least ``MIN_DRAWS``."""
+    found = []
+    for op in OPERATIONS:
+        applied = 0
+        for _, words, items in draws:
+            out = op.compute(words)
+            if out is None:
+                continue
+            if not _same(items, out):
+                break
+            applied += 1
+        else:
+            if applied >= MIN_DRAWS:
+                found.append(op)
+    return found
+
+
+def question_words(question: str, words: Words) -> str:
+    """The question as the lexicon reads it: lower case, without the probe words it
+    shows and without numbers (a shown word such as "ladder" must not ask for
+    anything)."""
+    text = question.lower().replace("answer as \\boxed{...}.", "")
+    for w in words:
+        text = re.sub(rf"\b{re.escape(w)}\b", " ", text)
+    return re.sub(r"\d+", " ", text)
+
+
+def unasked(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz asks one thing and scores another, or None: a draw whose question asks
+    for operations of the lexicon that apply to the words it shows, none of them one the
+    oracle's answers compute."""
+    scored = computed(draws)
+    if not scored:
+        return None
+    for question, words, _ in draws:
+        text = question_words(question, words)
+        if any(op.asked_in(text) for op in scored):
+            continue
+        asked = [op for op in OPERATIONS
+                 if op.asked_in(text) and op.compute(words) is not None]
+        if asked:
+            return (f"the question asks for {asked[0].name} ({question.strip()[:80]!r}) but "
+                    f"the answer on every draw is {scored[0].name}")
+    return None

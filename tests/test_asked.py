@@ -1,0 +1,117 @@
+"""answer_asked: a word quiz scores what its question asks for (``spade_tasks.asked``)."""
+import glob
+import textwrap
+
+import pytest
+
+from spade_tasks import asked
+from spade_tasks.config import ValidationConfig
+from spade_tasks.regret import DUPLICATE_PROGRESS, rejection_progress
+from spade_tasks.validation import (_answer_items, _shown, env_class_name, probe_draws,
+                                    validate_source)
+
+LISTS = [("kettle", "moon", "zebra"), ("fig", "sky", "apricot", "ladder"), ("oxen", "lilac"),
+         ("quartz", "gnome", "breeze"), ("umbrella", "vivid", "harbor"), ("jasmine", "fig"),
+         ("moon", "apricot", "sky"), ("ladder", "zebra", "kettle", "oxen")]
+
+
+def _draws(question: str, answer) -> list[asked.Draw]:
+    return [(question.format(", ".join(ws)), ws, tuple(str(a) for a in answer(ws)))
+            for ws in LISTS]
+
+
+def test_the_operation_a_quiz_scores_is_found_from_its_answers():
+    draws = _draws("Write these words in reverse order: {}.", lambda ws: ws[::-1])
+    assert [op.name for op in asked.computed(draws)] == ["the words in reverse order"]
+    assert asked.unasked(draws) is None
+    # first letters written as one word ("km") or as items ("k, m") are the same answer
+    joined = _draws("Join the first letters of: {}.", lambda ws: ["".join(w[0] for w in ws)])
+    assert "the words' first letters" in [op.name for op in asked.computed(joined)]
+    # fewer than MIN_DRAWS draws never identify an operation
+    assert asked.computed(draws[:asked.MIN_DRAWS - 1]) == []
+
+
+@pytest.mark.parametrize("question, answer, asks", [
+    ("Write these words in alphabetical order: {}.", lambda ws: [w[0] for w in ws],
+     "the words in alphabetical order"),
+    ("Count the vowels of each word: {}.", lambda ws: [len(w) for w in ws],
+     "each word's number of vowels"),
+    ("Change the list {} to its sorted list.", lambda ws: ws[::-1],
+     "the words in alphabetical order"),
+])
+def test_a_question_asking_for_another_operation_is_refused(question, answer, asks):
+    """Three designs of the kind learn-s22 to learn-s27 accepted: the answer is one
+    operation, the question names another."""
+    reason = asked.unasked(_draws(question, answer))
+    assert reason is not None and f"asks for {asks}" in reason, reason
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Write these words in reverse alphabetical order: {}.", lambda ws: sorted(ws)[::-1]),
+    ("Which word is the longest: {}?", lambda ws: [max(ws, key=len)] if
+     [len(w) for w in ws].count(max(map(len, ws))) == 1 else [ws[0]]),
+    ("How many letters in each of: {}?", lambda ws: [len(w) for w in ws]),
+    # no operation of the lexicon computes it: not judged
+    ("Swap the first two words of: {}.", lambda ws: [ws[1], ws[0], *ws[2:]]),
+    # a question that names no operation of the lexicon: not judged
+    ("Here are some words: {}. Go!", lambda ws: ws[::-1]),
+])
+def test_a_question_asking_for_what_it_scores_passes(question, answer):
+    assert asked.unasked(_draws(question, answer)) is None
+
+
+def test_shown_words_do_not_ask_for_anything():
+    """A probe word inside the question ("ladder") is masked before the lexicon reads it,
+    and so are numbers."""
+    assert asked.question_words("Sort these: ladder, moon. Answer as \\boxed{...}.",
+                                ("ladder", "moon")).split() == ["sort", "these:", ",", "."]
+
+
+SORTED_QUIZ = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class SortedEnv(QuizEnv):
+        \"\"\"Words in alphabetical order.\"\"\"
+
+        def questions(self, rng):
+            shown = rng.sample(WORDS, 3)
+            question = "Write these words in alphabetical order: " + ", ".join(shown) + "."
+            return [(question, sorted(shown))]
+
+        def hint(self):
+            return "Compare first letters, then the next ones."
+    """)
+
+
+def test_validator_refuses_a_quiz_scoring_what_it_does_not_ask(sandbox):
+    cfg = ValidationConfig()
+    report = validate_source(SORTED_QUIZ, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_asked"]
+    assert check.status == "pass" and "the words in alphabetical order" in check.detail
+    assert report.accepted, report.reasons
+    firsts = SORTED_QUIZ.replace("sorted(shown)", "[w[0] for w in shown]")
+    report = validate_source(firsts, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_asked: the question asks for the words in "
+                                        "alphabetical order"), report.reasons
+    assert "the words' first letters" in report.reasons[0]
+    # a refusal earns what a duplicate earns, not its place near the end of the order
+    assert rejection_progress(report.reasons, firsts) == DUPLICATE_PROGRESS
+
+
+def test_no_committed_quiz_is_refused(sandbox):
+    """Every committed word quiz (seeds, held-out) asks for what it scores; 10 of them are
+    identified as one operation of the lexicon, so the rule is not vacuous."""
+    identified = 0
+    for path in sorted(glob.glob("environments_store/*/*.py")):
+        source = open(path, encoding="utf-8").read()
+        draws = probe_draws(sandbox, source, env_class_name(source))
+        if draws is None:
+            continue
+        read = [(t, tuple(dict.fromkeys(_shown(t))), _answer_items(a)) for t, a in draws]
+        assert asked.unasked(read) is None, path
+        identified += bool(asked.computed(read))
+    assert identified >= 10
