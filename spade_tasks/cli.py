@@ -742,11 +742,15 @@ def _add_report(sub) -> None:
         "accepted non-duplicates, validity rate, rejections by check, designer reward, "
         "samples trained per role, win rates with and without hint, regret. Writes the "
         "curves as a PNG beside the run (and to MLflow).",
-        epilog="examples:\n  spade report\n  spade report --run cpu-tiny --json")
+        epilog="examples:\n  spade report\n  spade report --run cpu-tiny --json\n"
+        "  spade report --run cpu-tiny --recheck")
     _add_config(rp)
     rp.add_argument("--run", default=None, metavar="NAME",
                     help="self-play run (default: the config's run.name)")
     rp.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    rp.add_argument("--recheck", action="store_true",
+                    help="validate each generation's designs accepted as new again under "
+                    "today's checks (accepted_now, refused_now)")
     _add_root(rp)
     rp.set_defaults(fn=cmd_report)
 
@@ -834,7 +838,7 @@ def cmd_report(args) -> int:
     cfg = load_config(args.config)
     from spade_tasks import report
 
-    obj, png = report.report(cfg, args.run)
+    obj, png = report.report(cfg, args.run, again=args.recheck)
     if args.json:
         print(json.dumps(obj))
     else:

@@ -41,6 +41,40 @@ def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
     return (d["generation"], d["env_id"]) in new_in_memory
 
 
+def new_by_generation(store: Store, run: str) -> dict[int, list[str]]:
+    """The env_ids each generation accepted as new (what ``accepted`` counts), in order."""
+    new_in_memory = {(r["added_generation"], r["env_id"])
+                     for r in queries.memory_additions(store, run)}
+    out: dict[int, list[str]] = {}
+    for d in queries.run_designs(store, run):
+        if _is_new(d, new_in_memory) and d["env_id"] not in out.get(d["generation"], []):
+            out.setdefault(d["generation"], []).append(d["env_id"])
+    return out
+
+
+def recheck(store: Store, run: str, rows: list[dict], sandbox, cfg) -> list[dict]:
+    """``rows`` with each generation's designs accepted as new validated again under
+    today's checks: ``accepted_now`` (how many still pass) and ``refused_now`` (the
+    others, by the check that refuses them). A check added after a run (a way to game
+    the designer's reward closed) is then counted on the run's own designs. The
+    duplicate rule, which needs the pool as it stood, is not run again."""
+    from spade_tasks.validation import validate_source
+
+    new = new_by_generation(store, run)
+    sources = {r["env_id"]: r["source"] for r in queries.environments_by_id(
+        store, [e for ids in new.values() for e in ids], ("env_id", "source"))}
+    out = []
+    for row in rows:
+        refused: Counter = Counter()
+        for env_id in new.get(row["generation"], []):
+            report = validate_source(sources[env_id], sandbox, cfg, env_id)
+            if not report.accepted:
+                refused[check_name(report.reasons[0])] += 1
+        out.append(row | {"accepted_now": row["accepted"] - sum(refused.values()),
+                          "refused_now": dict(sorted(refused.items()))})
+    return out
+
+
 def generation_rows(store: Store, run: str) -> list[dict]:
     """The report's rows, one per generation with any recorded stage, in order."""
     gens = queries.recorded_generations(store, run)
@@ -161,21 +195,29 @@ def table(rows: list[dict]) -> str:
             f"{_fmt(r['win_rate_no_hint'], '>5.2f')} {_fmt(r['win_rate_hint'], '>5.2f')} "
             f"{_fmt(r['regret_mean'], '>+7.3f')}  {rej}"
             + (f"; revised {r['revisions']}, {r['revisions_accepted']} accepted"
-               if r["revisions"] else ""))
+               if r["revisions"] else "")
+            + (f"; {r['accepted_now']} accepted under today's checks"
+               + "".join(f", {k} {v}" for k, v in r["refused_now"].items())
+               if "accepted_now" in r else ""))
     return "\n".join(lines)
 
 
 def report(cfg, run: str | None = None, png: Path | None = None,
-           mlflow: bool = True) -> tuple[dict, Path]:
+           mlflow: bool = True, again: bool = False) -> tuple[dict, Path]:
     """The report of ``run`` (default: the config's) as the JSON object ``spade report
     --json`` prints, and where its curves were written as a PNG (also logged to the
-    run's MLflow run when it has one)."""
+    run's MLflow run when it has one). ``again``: ``recheck`` the designs accepted as
+    new in the config's sandbox."""
     run = run or cfg.run.name
     db = cfg.run.root / run / "spade.duckdb"
     with tempfile.TemporaryDirectory() as tmp:
         store = open_readable(db, Path(tmp))
         try:
             rows = generation_rows(store, run)
+            if again:
+                from spade_tasks.sandbox import Sandbox
+
+                rows = recheck(store, run, rows, Sandbox(cfg.sandbox), cfg.validation)
             parent = queries.run_mlflow_id(store, run)
         finally:
             store.close()
@@ -198,4 +240,4 @@ def report(cfg, run: str | None = None, png: Path | None = None,
     return {"run": run, "generations": rows}, png
 
 
-__all__ = ["FIELDS", "generation_rows", "plot", "table", "report", "open_readable"]
+__all__ = ["FIELDS", "generation_rows", "new_by_generation", "recheck", "plot", "table", "report", "open_readable"]

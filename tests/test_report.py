@@ -129,3 +129,30 @@ def test_a_revised_design_counts_once_with_its_last_drafts_outcome(tmp_path):
     assert row["rejections"] == {"answer_given": 1}
     assert row["designer_reward_mean"] == pytest.approx((-0.5 - 0.9 + 0.2 - 0.3) / 4)
     assert "revised 2, 1 accepted" in report.table([row])
+
+
+def test_recheck_counts_a_runs_new_designs_under_todays_checks(tmp_path, capsys):
+    """A design accepted as new before a check existed (here ``answer_asked``) is
+    counted again under it: ``accepted_now`` and ``refused_now`` by the refusing check."""
+    from tests.test_asked import SORTED_QUIZ
+
+    root = tmp_path / "runs"
+    firsts = SORTED_QUIZ.replace("sorted(shown)", "[w[0] for w in shown]")
+    with Store(root / "r" / "spade.duckdb") as store:
+        _fill(store)
+        store.replace_rows("designs", {"run": "r", "generation": 1}, [
+            _design(1, 0, "e4", True, [], 0.5)])
+        store.upsert("memory", {"run": "r", "env_id": "e4", "added_generation": 1,
+                                "active": True})
+        for env_id, gen, source in (("e1", 0, SORTED_QUIZ), ("e4", 1, firsts)):
+            store.upsert("environments", {"env_id": env_id, "run": "r", "generation": gen,
+                                          "origin": "designed", "source": source})
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run:\n  name: r\n  root: {root}\ntracking:\n"
+                   f"  mlflow_uri: sqlite:///{tmp_path}/m.db\n")
+    assert main(["report", "--config", str(cfg), "--recheck", "--json"]) == 0
+    g0, g1 = json.loads(capsys.readouterr().out)["generations"]
+    assert (g0["accepted"], g0["accepted_now"], g0["refused_now"]) == (1, 1, {})
+    assert (g1["accepted"], g1["accepted_now"], g1["refused_now"]) == (1, 0, {"answer_asked": 1})
+    assert main(["report", "--config", str(cfg), "--recheck"]) == 0
+    assert "0 accepted under today's checks, answer_asked 1" in capsys.readouterr().out
