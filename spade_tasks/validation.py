@@ -918,11 +918,9 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     question that names none, is not judged (``asked``)."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
-    draws = probe_draws(ctx.sandbox, ctx.source, ctx.class_name)
-    if draws is None:
+    read = asked_draws(ctx.sandbox, ctx.source, ctx.class_name)
+    if read is None:
         raise Skipped("no word table to draw probe words from")
-    read = [(text, tuple(dict.fromkeys(_shown(text))), _answer_items(answer))
-            for text, answer in draws]
     problem = asked.unasked(read)
     if problem:
         return [f"answer_asked: {problem}; a player doing what the question says never wins"]
@@ -932,9 +930,16 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     return []
 
 
-def _answer_items(oracle: str) -> tuple[str, ...]:
-    """An oracle's answer as ``QuizEnv`` matches it: items split at commas, lower case."""
-    return tuple(a.strip().lower() for a in answer_of(oracle).split(","))
+def asked_draws(sandbox: Sandbox, source: str, class_name: str) -> list[asked.Draw] | None:
+    """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
+    words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
+    it (items split at commas, lower case)."""
+    draws = probe_draws(sandbox, source, class_name)
+    if draws is None:
+        return None
+    return [(text, tuple(dict.fromkeys(_shown(text))),
+             tuple(a.strip().lower() for a in answer_of(answer).split(",")))
+            for text, answer in draws]
 
 
 def _short(text: str, limit: int = 60) -> str:
