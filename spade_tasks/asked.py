@@ -89,8 +89,9 @@ def _middle(w: str) -> str | None:
     return w[len(w) // 2] if len(w) % 2 else None
 
 
-_BACK = r"revers|backward|mirror|right to left|invert|flip"
-_ALPHA = r"alphabet|sort|a to z|dictionary|lexicograph"
+_BACK = (r"revers|backward|mirror|right to left|invert|flip|opposite"
+         r"|last\b.*\bfirst|\bend\b.*\bstart")  # "from the last letter to the first"
+_ALPHA = r"alphabet|sort|a to z|abc|dictionary|lexicograph"
 _LETTERS = r"letter|long|length|character|size"
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -107,10 +108,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("the word's last letter", (r"last|end|final",), _one(lambda w: w[-1])),
     Operation("the word's middle letter", (r"middle|cent",), _one(_middle)),
     Operation("the words in reverse order",
-              (_BACK + r"|opposite|last to first|end to",), _list(lambda ws: ws[::-1])),
+              (_BACK + r"|end to",), _list(lambda ws: ws[::-1])),
     Operation("the words in alphabetical order", (_ALPHA,), _list(sorted)),
     Operation("the words in reverse alphabetical order",
-              (_ALPHA, _BACK + r"|descend|z to a|opposite|last"),
+              (_ALPHA, _BACK + r"|descend|z to a|last"),
               _list(lambda ws: sorted(ws, reverse=True))),
     Operation("each word spelt backwards", (_BACK + r"|spell",),
               _list(lambda ws: [w[::-1] for w in ws])),

@@ -50,6 +50,8 @@ def test_a_question_asking_for_another_operation_is_refused(question, answer, as
     ("Which word is the longest: {}?", lambda ws: [max(ws, key=len)] if
      [len(w) for w in ws].count(max(map(len, ws))) == 1 else [ws[0]]),
     ("How many letters in each of: {}?", lambda ws: [len(w) for w in ws]),
+    # "first" and "last" name letters too, but here they say which way to read
+    ("Write each of {} from its last letter to its first.", lambda ws: [w[::-1] for w in ws]),
     # no operation of the lexicon computes it: not judged
     ("Swap the first two words of: {}.", lambda ws: [ws[1], ws[0], *ws[2:]]),
     # a question that names no operation of the lexicon: not judged
