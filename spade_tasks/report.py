@@ -240,4 +240,5 @@ def report(cfg, run: str | None = None, png: Path | None = None,
     return {"run": run, "generations": rows}, png
 
 
-__all__ = ["FIELDS", "generation_rows", "new_by_generation", "recheck", "plot", "table", "report", "open_readable"]
+__all__ = ["FIELDS", "generation_rows", "new_by_generation", "recheck", "plot", "table", "report",
+           "open_readable"]
