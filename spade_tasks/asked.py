@@ -91,6 +91,8 @@ def _middle(w: str) -> str | None:
 
 _BACK = (r"revers|backward|mirror|right to left|invert|flip|opposite"
          r"|last\b.*\bfirst|\bend\b.*\bstart")  # "from the last letter to the first"
+# "first" and "last" ask for a letter only beside "letter": "Swap the first 2 words" does not.
+_FIRST, _LAST, _LETTER = r"first|start|begin|initial", r"last|end|final", r"letter|initial|char"
 _ALPHA = r"alphabet|sort|a to z|abc|dictionary|lexicograph"
 _LETTERS = r"letter|long|length|character|size"
 
@@ -104,8 +106,8 @@ OPERATIONS: tuple[Operation, ...] = (
               _one(lambda w: "".join(c for c in w if c not in VOWELS))),
     Operation("the word's letters in alphabetical order", (_ALPHA + r"|order",),
               _one(lambda w: "".join(sorted(w)))),
-    Operation("the word's first letter", (r"first|start|begin|initial",), _one(lambda w: w[0])),
-    Operation("the word's last letter", (r"last|end|final",), _one(lambda w: w[-1])),
+    Operation("the word's first letter", (_FIRST, _LETTER), _one(lambda w: w[0])),
+    Operation("the word's last letter", (_LAST, _LETTER), _one(lambda w: w[-1])),
     Operation("the word's middle letter", (r"middle|cent",), _one(_middle)),
     Operation("the words in reverse order",
               (_BACK + r"|end to",), _list(lambda ws: ws[::-1])),
@@ -123,9 +125,8 @@ OPERATIONS: tuple[Operation, ...] = (
               _list(lambda ws: sum(map(len, ws)))),
     Operation("the number of vowels of all the words", (r"vowel",),
               _list(lambda ws: sum(map(_vowels, ws)))),
-    Operation("the words' first letters", (r"first|start|begin|initial",),
-              _list(lambda ws: [w[0] for w in ws])),
-    Operation("the words' last letters", (r"last|end|final",), _list(lambda ws: [w[-1] for w in ws])),
+    Operation("the words' first letters", (_FIRST, _LETTER), _list(lambda ws: [w[0] for w in ws])),
+    Operation("the words' last letters", (_LAST, _LETTER), _list(lambda ws: [w[-1] for w in ws])),
     Operation("the words without their vowels", (r"vowel",),
               _list(lambda ws: ["".join(c for c in w if c not in VOWELS) for w in ws])),
     Operation("the longest word", (r"long|length|letter|big|large|great|size",),
@@ -133,9 +134,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("the shortest word", (r"short|length|letter|small|little|size",),
               _list(lambda ws: _unique(ws, lambda w: -len(w)))),
     Operation("the word with the most vowels", (r"vowel",), _list(lambda ws: _unique(ws, _vowels))),
-    Operation("the first word in alphabetical order", (_ALPHA + r"|first|earl",),
+    Operation("the first word in alphabetical order", (_ALPHA,),
               _list(min)),
-    Operation("the last word in alphabetical order", (_ALPHA + r"|last|late",),
+    Operation("the last word in alphabetical order", (_ALPHA,),
               _list(max)),
 )
 
