@@ -178,11 +178,11 @@ def question_words(question: str, words: Words) -> str:
     return re.sub(r"\d+", " ", text)
 
 
-def unasked(draws: Sequence[Draw]) -> str | None:
+def unasked(draws: Sequence[Draw], scored: Sequence[Operation] | None = None) -> str | None:
     """Why the quiz asks one thing and scores another, or None: a draw whose question asks
     for operations of the lexicon that apply to the words it shows, none of them one the
-    oracle's answers compute."""
-    scored = computed(draws)
+    oracle's answers compute (``scored``: ``computed(draws)``, where the caller has it)."""
+    scored = computed(draws) if scored is None else scored
     if not scored:
         return None
     for question, words, _ in draws:

@@ -921,10 +921,10 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     read = asked_draws(ctx.sandbox, ctx.source, ctx.class_name)
     if read is None:
         raise Skipped("no word table to draw probe words from")
-    problem = asked.unasked(read)
+    scored = asked.computed(read)
+    problem = asked.unasked(read, scored)
     if problem:
         return [f"answer_asked: {problem}; a player doing what the question says never wins"]
-    scored = asked.computed(read)
     ctx.notes["answer_asked"] = (f"the answer is {scored[0].name}, which the question asks for"
                                  if scored else "no operation of the lexicon computes the answer")
     return []
