@@ -88,6 +88,11 @@ class ModelConfig(_Section):
     cache (None: vLLM's default, 0.9). A trainer on the same GPU needs the rest."""
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     """vLLM on GPUs: GPUs one engine spreads each layer over."""
+    compile: bool = True
+    """vLLM: compile the model's graphs when the engine starts (torch.compile, and CUDA
+    graphs on a GPU). False runs eagerly (vLLM's ``enforce_eager``): the engine starts
+    several times sooner and decodes somewhat slower, the better trade for short runs
+    and tests (figures in docs/cpu-inference.md)."""
     decode_kernel: bool = True
     """transformers backend on CPUs with AVX-512 or AVX2, with ``fast_decode``: that decode step
     multiplies by weights, and by a prompt prefix every row shares, packed for small

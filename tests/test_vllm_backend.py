@@ -32,7 +32,8 @@ pytestmark = VLLM_ONLY
 def backend():
     from spade_tasks.llm.vllm_backend import VLLMBackend
 
-    be = VLLMBackend(ModelConfig(backend="vllm", dtype="float32", max_batch=8))
+    # Eager: compiling the graphs took most of the engine's start on a 2-core AVX2 CPU.
+    be = VLLMBackend(ModelConfig(backend="vllm", dtype="float32", max_batch=8, compile=False))
     yield be
     be.close()
 

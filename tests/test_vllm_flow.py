@@ -23,7 +23,7 @@ def test_two_generations_on_the_vllm_backend(tmp_path):
     cfg = yaml.safe_load(config.read_text())
     # dtype stays ``auto``: bf16 where the CPU has AMX, fp32 elsewhere. Forced bf16 on a
     # CPU without it (AVX2 only), vLLM took over 11 minutes to write this run's 2 designs.
-    cfg["model"].update(backend="vllm")
+    cfg["model"].update(backend="vllm", compile=False)
     config.write_text(yaml.safe_dump(cfg))
     p = spade_run(config, tmp_path, "--generations", "2")
     out, _ = p.communicate(timeout=1500)

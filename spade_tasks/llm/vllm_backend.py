@@ -54,6 +54,7 @@ class VLLMBackend(Backend):
             dtype=resolve_dtype(cfg.dtype),
             max_num_seqs=cfg.max_batch,
             logprobs_mode="raw_logprobs",
+            enforce_eager=not cfg.compile,
         )
         if _has_cuda():
             kwargs["tensor_parallel_size"] = cfg.tensor_parallel_size
