@@ -30,10 +30,7 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     # One revision round (cpu-tiny keeps it off; learn-s26 measured it): a 160-token
     # design seldom parses, so the real model rewrites drafts through the flow's
     # revision stages.
-    # The short contract and no memory programs in the prompt: the full one is ~3,000
-    # tokens, whose prefill, and training on it, were most of a generation's time here.
-    cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160, "revisions": 1,
-                       "prompt": "short", "memory_examples": 0}
+    cfg["designer"] = {"designs_per_generation": 2, "max_new_tokens": 160, "revisions": 1}
     cfg["rollout"] = {"episodes_per_env": 2, "pool_sample": 2, "max_new_tokens": 24,
                       "max_turns": 2}
     cfg["validation"] = {"seeds": [0, 1]}

@@ -24,6 +24,11 @@ def test_two_generations_on_the_vllm_backend(tmp_path):
     # dtype stays ``auto``: bf16 where the CPU has AMX, fp32 elsewhere. Forced bf16 on a
     # CPU without it (AVX2 only), vLLM took over 11 minutes to write this run's 2 designs.
     cfg["model"].update(backend="vllm", compile=False)
+    # The short contract without memory programs: when the full prompt's two designs drew
+    # different rewards, the train step's backward passes over ~3,000-token sequences ran
+    # for over 17 minutes on 2 AVX2 cores. (The transformers flow tests keep the full
+    # prompt: there a short one drew different rewards and made them take more steps.)
+    cfg["designer"].update(prompt="short", memory_examples=0)
     config.write_text(yaml.safe_dump(cfg))
     p = spade_run(config, tmp_path, "--generations", "2")
     out, _ = p.communicate(timeout=1500)
