@@ -56,12 +56,13 @@ run: setup
 	$(BIN)/spade run --config configs/cpu-tiny.yaml
 	@echo "spade is installed in $(BIN): 'source $(VENV)/bin/activate' puts it on PATH (or call $(BIN)/spade); see README.md"
 
+# --durations: a CI log names the slowest tests, so the next cut is chosen by measurement.
 test: setup setup-vllm
-	$(BIN)/python -m pytest -q -m 'not vllm'
-	$(VLLM_VENV)/bin/python -m pytest -q -m vllm
+	$(BIN)/python -m pytest -q -m 'not vllm' --durations=20
+	$(VLLM_VENV)/bin/python -m pytest -q -m vllm --durations=10
 
 test-vllm: setup-vllm
-	$(VLLM_VENV)/bin/python -m pytest -q -m vllm
+	$(VLLM_VENV)/bin/python -m pytest -q -m vllm --durations=10
 
 bench: setup
 	$(BIN)/python benchmarks/sandbox.py
