@@ -209,11 +209,14 @@ class DesignerConfig(_Section):
     reward: str = "regret"
     """Designer reward function: regret | blend | solve_rate | learning_potential (or any
     name registered with ``regret.register_designer_reward``)."""
-    rejected_reward: Literal["graded", "constant"] = "graded"
+    rejected_reward: Literal["graded", "graded_played", "constant"] = "graded"
     """Reward of a design the validator rejected, always below any accepted design's:
     ``graded`` (partial credit for how far it got through the validator's checks, and
     within the first checks for how much of it parses and which contract parts it has;
-    ``regret.rejection_progress``) or ``constant`` (``rejected_constant`` for every one)."""
+    ``regret.rejection_progress``), ``graded_played`` (the same, but no credit for the
+    checks between parsing and a program's first move: one that does not load, reset or
+    step earns what a duplicate earns) or ``constant`` (``rejected_constant`` for every
+    one)."""
     rejected_constant: float = Field(-1.0, lt=0)
     """The reward of every rejected design under ``rejected_reward: constant``."""
 

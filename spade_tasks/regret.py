@@ -352,13 +352,38 @@ def constant_rejection(reasons: Sequence[str], source: str | None, text: str = "
     return constant
 
 
+def _graded_reward(progress: float, reward_name: str) -> float:
+    """``progress`` in [0, 1) on a span of ``GRADED_SPAN`` that ends ``GRADED_GAP`` below
+    the lowest accepted reward."""
+    top = min(0.0, lowest_accepted(reward_name)) - GRADED_GAP
+    return top - GRADED_SPAN * (1.0 - progress)
+
+
 @register_rejection_reward("graded")
 def graded_rejection(reasons: Sequence[str], source: str | None, text: str = "", *,
                      reward_name: str = "regret", constant: float = -1.0) -> float:
-    """Partial credit for how far the design got (``rejection_progress``), on a span of
-    ``GRADED_SPAN`` that ends ``GRADED_GAP`` below the lowest accepted reward."""
-    top = min(0.0, lowest_accepted(reward_name)) - GRADED_GAP
-    return top - GRADED_SPAN * (1.0 - rejection_progress(reasons, source, text))
+    """Partial credit for how far the design got (``rejection_progress``)."""
+    return _graded_reward(rejection_progress(reasons, source, text), reward_name)
+
+
+FIRST_MOVE_PROGRESS = REJECTION_STAGES.index("probe_actions") / len(REJECTION_STAGES)
+"""Progress of a program that has loaded, reset and taken its first step: the first check
+after the probe episode's faults (``load`` to ``step_return``)."""
+
+
+@register_rejection_reward("graded_played")
+def played_rejection(reasons: Sequence[str], source: str | None, text: str = "", *,
+                     reward_name: str = "regret", constant: float = -1.0) -> float:
+    """``graded``, except that the checks between parsing and a first move earn nothing:
+    a program that parses but does not load, reset or take its first step earns what a
+    duplicate earns (``DUPLICATE_PROGRESS``). Under ``graded`` a program raising on its
+    first move earned more than a copy or a free win, and with few designs accepted that
+    was the gradient the designer followed: `learn-s33`'s share of designs that raised
+    or did not parse went from 0.38-0.44 (generations 0-3) to 0.56-0.69 (4-7)."""
+    progress = rejection_progress(reasons, source, text)
+    if progress < FIRST_MOVE_PROGRESS:
+        progress = min(progress, DUPLICATE_PROGRESS)
+    return _graded_reward(progress, reward_name)
 
 
 def rejection_reward(kind: str, reasons: Sequence[str], source: str | None, text: str = "",

@@ -307,6 +307,26 @@ def test_graded_rejection_is_below_every_accepted_reward(reward):
     assert min(lows) >= lowest_accepted(reward)
 
 
+def test_graded_played_gives_no_credit_between_parsing_and_a_first_move():
+    def played(reason, source=_GOOD):
+        return rejection_reward("graded_played", [reason], source)
+
+    dup = played("duplicate: the same game as seed x")
+    assert dup == rejection_reward("graded", ["duplicate: the same game as seed x"], _GOOD)
+    # A program that parses and then fails to load, reset or step earns a copy's reward...
+    for reason in ("env_class: none", "imports: os", "load: boom", "reset_return: bad",
+                   "step_return: probe action 'empty': exception: NameError"):
+        assert played(reason) == dup, reason
+    # ...where `graded` paid it more than a copy.
+    assert rejection_reward("graded", ["step_return: bad"], _GOOD) > dup
+    # A program broken as Python still earns less, and one that plays earns more.
+    assert played("parse: line 1: x", "x(") < dup
+    assert played("probe_actions: bad") > dup
+    assert played("answer_determined: two answers") == rejection_reward(
+        "graded", ["answer_determined: two answers"], _GOOD)
+    assert played(f"{REJECTION_STAGES[-1]}: x") < lowest_accepted("regret")
+
+
 def test_rejection_reward_by_name():
     assert rejection_reward("constant", ["parse: x"], None, constant=-0.7) == -0.7
     assert rejection_reward("graded", ["gymnasium: x"], _GOOD, reward_name="blend") > \
