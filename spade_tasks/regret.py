@@ -377,9 +377,9 @@ def played_rejection(reasons: Sequence[str], source: str | None, text: str = "",
     """``graded``, except that the checks between parsing and a first move earn nothing:
     a program that parses but does not load, reset or take its first step earns what a
     duplicate earns (``DUPLICATE_PROGRESS``). Under ``graded`` a program raising on its
-    first move earned more than a copy or a free win, and with few designs accepted that
-    was the gradient the designer followed: `learn-s33`'s share of designs that raised
-    or did not parse went from 0.38-0.44 (generations 0-3) to 0.56-0.69 (4-7)."""
+    first move earns more than a copy or a free win, and with few designs accepted the
+    designer drifted towards raising; under this reward it drifted towards copies and
+    free wins instead, and accepted no more (README: learn-s33, learn-s34)."""
     progress = rejection_progress(reasons, source, text)
     if progress < FIRST_MOVE_PROGRESS:
         progress = min(progress, DUPLICATE_PROGRESS)
