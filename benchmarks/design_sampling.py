@@ -44,13 +44,19 @@ def main() -> None:
             reasons.update(s.reasons)
             print(f"top_p {top_p}: round {i}: {s.accepted}/{s.designs} accepted as new "
                   f"({s.seconds:.0f} s)", flush=True)
-        results.append((top_p, designs, accepted, reasons))
-    baseline = max(results[0][2], 1)
+        results.append((f"top_p {top_p:4}", designs, accepted, reasons))
     print(f"\nruns in {root}")
-    for top_p, designs, accepted, reasons in results:
+    print_comparison(results, "the baseline")
+
+
+def print_comparison(results: list[tuple[str, int, int, Counter]], baseline: str) -> None:
+    """One line per setting (label, designs, accepted as new, rejections by check): its
+    accepted count as a ratio of the first setting's, named ``baseline``."""
+    first = max(results[0][2], 1)
+    for label, designs, accepted, reasons in results:
         listed = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-        print(f"top_p {top_p:4}: {accepted:3}/{designs} accepted as new "
-              f"(x{accepted / baseline:.2f} of the baseline); rejected: {listed}")
+        print(f"{label}: {accepted:3}/{designs} accepted as new "
+              f"(x{accepted / first:.2f} of {baseline}); rejected: {listed}")
 
 
 if __name__ == "__main__":

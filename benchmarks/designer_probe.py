@@ -19,6 +19,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from design_sampling import print_comparison  # this folder: scripts run as benchmarks/NAME.py
 from spade_tasks.config import Config, load_config
 from spade_tasks.design_command import run_design
 
@@ -54,12 +55,8 @@ def main() -> None:
         print(f"{label}: {summary.accepted}/{summary.designs} accepted as new "
               f"({summary.seconds:.0f} s)", flush=True)
         results.append((label, summary.designs, summary.accepted, Counter(summary.reasons)))
-    baseline = max(results[0][2], 1)
     print(f"\nprobe runs in {root}; documents and memory the same for every line")
-    for label, designs, accepted, reasons in results:
-        listed = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-        print(f"{label}: {accepted:3}/{designs} accepted as new "
-              f"(x{accepted / baseline:.2f} of the warm start); rejected: {listed}")
+    print_comparison(results, "the warm start")
 
 
 if __name__ == "__main__":
