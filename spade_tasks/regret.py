@@ -221,8 +221,8 @@ floor; a duplicate earns what a program that parses earns (``DUPLICATE_PROGRESS`
 DUPLICATE_PROGRESS = (REJECTION_STAGES.index("parse") + 0.999) / len(REJECTION_STAGES)
 """A duplicate's progress: the top of the parse stage, as far as a design that parses and
 shows the whole contract but fails every later check. Below that, a designer learns to
-break its programs to escape a copy's floor (measured: README, "Learning on the
-default"); above it, copying would earn more than trying and failing later."""
+break its programs to escape a copy's floor (measured: docs/learning.md, "Notes on the
+early runs"); above it, copying would earn more than trying and failing later."""
 FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "floor_gap"})
 """Rejections that mean a player wins without doing the task (an empty or echoed answer,
 the answer copied from the question, another uninformed player): the program runs and
@@ -379,7 +379,7 @@ def played_rejection(reasons: Sequence[str], source: str | None, text: str = "",
     duplicate earns (``DUPLICATE_PROGRESS``). Under ``graded`` a program raising on its
     first move earns more than a copy or a free win, and with few designs accepted the
     designer drifted towards raising; under this reward it drifted towards copies and
-    free wins instead, and accepted no more (README: learn-s33, learn-s34)."""
+    free wins instead, and accepted no more (docs/learning.md: learn-s33, learn-s34)."""
     progress = rejection_progress(reasons, source, text)
     if progress < FIRST_MOVE_PROGRESS:
         progress = min(progress, DUPLICATE_PROGRESS)
