@@ -178,20 +178,36 @@ def question_words(question: str, words: Words) -> str:
     return re.sub(r"\d+", " ", text)
 
 
+TIE_CLAUSE = re.compile(r"[^.?!]*\bties?\b[^.?!]*[.?!]?")
+"""A sentence about ties ("On a tie, give the one first in alphabetical order"): it says
+how to break a tie, not what the quiz asks."""
+
+
+def without_tie_clauses(text: str) -> str:
+    return TIE_CLAUSE.sub(" ", text)
+
+
 def unasked(draws: Sequence[Draw], scored: Sequence[Operation] | None = None) -> str | None:
     """Why the quiz asks one thing and scores another, or None: a draw whose question asks
     for operations of the lexicon that apply to the words it shows, none of them one the
-    oracle's answers compute (``scored``: ``computed(draws)``, where the caller has it)."""
+    oracle's answers compute (``scored``: ``computed(draws)``, where the caller has it).
+
+    The question is read twice, whole and without its tie clauses, and refused if either
+    reading is: a tie rule's "alphabetical" must not stand for what the main sentence
+    asks ("Which word is longest? On a tie, the first alphabetically", scored on the
+    last word alphabetically: learn-s33, generation 11), and dropping a clause only
+    ever adds a refusal."""
     scored = computed(draws) if scored is None else scored
     if not scored:
         return None
     for question, words, _ in draws:
-        text = question_words(question, words)
-        if any(op.asked_in(text) for op in scored):
-            continue
-        asked = [op for op in OPERATIONS
-                 if op.asked_in(text) and op.compute(words) is not None]
-        if asked:
-            return (f"the question asks for {asked[0].name} ({question.strip()[:80]!r}) but "
-                    f"the answer on every draw is {scored[0].name}")
+        whole = question_words(question, words)
+        for text in dict.fromkeys((whole, without_tie_clauses(whole))):
+            if any(op.asked_in(text) for op in scored):
+                continue
+            asked = [op for op in OPERATIONS
+                     if op.asked_in(text) and op.compute(words) is not None]
+            if asked:
+                return (f"the question asks for {asked[0].name} ({question.strip()[:80]!r}) "
+                        f"but the answer on every draw is {scored[0].name}")
     return None

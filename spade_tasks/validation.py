@@ -914,8 +914,9 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     scored on their first letters, "Count the vowels of each word" scored on their
     lengths. Every other check accepts such a quiz (it runs, its text decides its answer,
     it gives nothing away), and no player wins it by doing what it says; read by hand,
-    most of what learn-s22 to learn-s27 accepted was of this kind. An answer no
-    operation computes, or a question that names none, is not judged (``asked``)."""
+    most of what learn-s22 to learn-s27 accepted was of this kind. A tie rule is read
+    apart from the question it breaks ties for. An answer no operation computes, or a
+    question that names none, is not judged (``asked``)."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
     read = asked_draws(ctx.sandbox, ctx.source, ctx.class_name)

@@ -45,6 +45,22 @@ def test_a_question_asking_for_another_operation_is_refused(question, answer, as
     assert reason is not None and f"asks for {asks}" in reason, reason
 
 
+def test_a_tie_rule_does_not_stand_for_the_question():
+    """learn-s33, generation 11, accepted: the tie rule's "alphabetical" counted as asking
+    for the last word alphabetically, which the quiz scored instead of the longest."""
+    question = ("Which of these words is longest: {}? On a tie, give the one first in "
+                "alphabetical order.")
+    reason = asked.unasked(_draws(question, lambda ws: [max(ws)]))
+    assert reason is not None and "is the last word in alphabetical order" in reason, reason
+    # read whole, the tie rule's "alphabetical" is asked: only the second reading refuses
+    whole = asked.question_words(question.format("kettle, moon, zebra"),
+                                 ("kettle", "moon", "zebra"))
+    last = next(op for op in asked.OPERATIONS if op.name == "the last word in alphabetical order")
+    assert last.asked_in(whole) and not last.asked_in(asked.without_tie_clauses(whole))
+    # the same text, scored on what it asks (the seed longest_word.py's game), passes
+    assert asked.unasked(_draws(question, lambda ws: [min(ws, key=lambda w: (-len(w), w))])) is None
+
+
 @pytest.mark.parametrize("question, answer", [
     ("Write these words in reverse alphabetical order: {}.", lambda ws: sorted(ws)[::-1]),
     ("Which word is the longest: {}?", lambda ws: [max(ws, key=len)] if
