@@ -3,11 +3,11 @@
 A quiz that asks one thing and scores another ("Write these words in alphabetical
 order", scored on their first letters) runs, decides its answer from its text and gives
 nothing away, so every check that plays a program accepts it, and no player can win it
-by doing what it says. It was most of what the 135M designer got accepted (docs/learning.md,
-learn-s22 to learn-s27: "asks one thing and scores another"). No model here reads a
-question well enough to judge it, but the word games share a small vocabulary of
-operations (reverse, sort, count the vowels, the longest word, ...), each computable from
-the words a question shows and each named by a few words of English.
+by doing what it says. It was most of what the 135M designer got accepted
+(docs/learning.md, learn-s22 to learn-s27: "asks one thing and scores another"). No
+model here reads a question well enough to judge it, but the word games share a small
+vocabulary of operations (reverse, sort, count the vowels, the longest word, ...), each
+computable from the words a question shows and each named by a few words of English.
 
 So the rule has two halves, both conservative:
 
