@@ -8,7 +8,7 @@ class LongerThanEnv(QuizEnv):
 
     def questions(self, rng):
         shown = rng.sample(WORDS, 5)
-        n = rng.randint(4, 7)
+        n = len(rng.choice(shown))
         listed = ", ".join(shown)
         question = f"How many of these have more than {n} letters: {listed}?"
         answer = str(sum(len(w) > n for w in shown))
