@@ -5,7 +5,10 @@ environments, why the others were refused, what the designer earned, how many sa
 of each role the training step learned from, and how the agent did with and without
 the hint. ``accepted`` counts accepted designs that are not duplicates: a design the
 validator accepted but whose program is a copy (a ``duplicate`` reason, or a program the
-memory refused as a near-duplicate or already held) does not count.
+memory refused as a near-duplicate or already held) does not count. The memory judges
+a generation's designs in its last stage, so in a generation still running (or stopped
+before that stage) the designs the validator accepted are counted as ``unjudged``, in
+neither ``accepted`` nor ``rejections``.
 
 With ``designer.revisions``, a rejected design is written again (``to_revise``); a
 design is then its first draft and its revisions: ``designs`` counts first drafts,
@@ -30,7 +33,7 @@ FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
           "designer_reward_mean", "designer_samples_trained", "agent_samples_trained",
           "win_rate_no_hint", "win_rate_hint", "regret_mean", "train_world_size",
           "rollout_workers", "variants", "variants_accepted", "revisions",
-          "revisions_accepted")
+          "revisions_accepted", "unjudged")
 
 
 def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
@@ -81,6 +84,7 @@ def generation_rows(store: Store, run: str) -> list[dict]:
     designs = queries.run_designs(store, run)
     new_in_memory = {(r["added_generation"], r["env_id"])
                      for r in queries.memory_additions(store, run)}
+    judged = queries.generations_with_stage(store, run, "update_memory")
     regrets = {r["generation"]: r for r in queries.regret_means_by_generation(store, run)}
     trained = {r["generation"]: r["metrics"] for r in queries.train_step_metrics(store, run)}
     gen_metrics = {r["generation"]: r["metrics"]
@@ -92,12 +96,16 @@ def generation_rows(store: Store, run: str) -> list[dict]:
         revised = {d["revises"] for d in drafts if d["revises"] is not None}
         new = {d["env_id"] for d in drafts if _is_new(d, new_in_memory)}
         rejections: Counter = Counter()
+        unjudged = 0
         for d in drafts:
             if d["design_idx"] in revised:  # its revision's outcome is the design's
                 continue
             if not d["accepted"]:
                 reasons = d["reasons"] or []
                 rejections[check_name(reasons[0]) if reasons else "unknown"] += 1
+            elif g not in judged and not any(check_name(r) == "duplicate"
+                                             for r in d["reasons"] or []):
+                unjudged += 1  # not yet a copy: the memory has not seen it
             elif not _is_new(d, new_in_memory):
                 rejections["duplicate"] += 1
         rewards = [d["reward"] for d in drafts if d["reward"] is not None]
@@ -125,6 +133,7 @@ def generation_rows(store: Store, run: str) -> list[dict]:
             "revisions": len(drafts) - len(ds),
             "revisions_accepted": sum(d["revises"] is not None and _is_new(d, new_in_memory)
                                       for d in drafts),
+            "unjudged": unjudged,
         })
     return out
 
@@ -194,6 +203,7 @@ def table(rows: list[dict]) -> str:
             f"{_fmt(r['designer_samples_trained'], '>6')} {_fmt(r['agent_samples_trained'], '>6')} "
             f"{_fmt(r['win_rate_no_hint'], '>5.2f')} {_fmt(r['win_rate_hint'], '>5.2f')} "
             f"{_fmt(r['regret_mean'], '>+7.3f')}  {rej}"
+            + (f"; {r['unjudged']} awaiting the memory update" if r["unjudged"] else "")
             + (f"; revised {r['revisions']}, {r['revisions_accepted']} accepted"
                if r["revisions"] else "")
             + (f"; {r['accepted_now']} accepted under today's checks"

@@ -39,8 +39,9 @@ def _fill(store: Store) -> None:
         {"run": "r", "generation": 0, "step": 0, "checkpoint": "c",
          "metrics": {"train_samples_designer": 4, "train_samples_agent": 12}}])
     for g in (0, 1):
-        store.upsert("stages", {"run": "r", "generation": g, "stage": "design_environments",
-                                "result": "[]"})
+        for stage in ("design_environments", "update_memory"):
+            store.upsert("stages", {"run": "r", "generation": g, "stage": stage,
+                                    "result": "[]"})
     store.upsert("generations", {"run": "r", "generation": 0, "status": "done",
                                  "metrics": {"train_world_size": 1}})
 
@@ -63,6 +64,33 @@ def test_rows_count_only_new_accepted_designs(tmp_path):
     assert g1["designer_samples_trained"] is None and g1["regret_mean"] is None
     assert (g1["variants"], g1["variants_accepted"]) == (0, 0)
     assert list(g0) == list(report.FIELDS)
+
+
+def test_a_generation_before_its_memory_update_has_unjudged_designs_not_duplicates(tmp_path):
+    """The memory takes a generation's designs in at its last stage: until then (a run
+    still in its train step, or stopped there) a design the validator accepted is
+    neither new nor a copy. Counting it a duplicate misreported a stopped generation
+    (learn-s37's generation 2: 'duplicate 2', then 2 accepted as new once resumed)."""
+    with Store(tmp_path / "s.duckdb") as store:
+        _fill(store)
+        store.replace_rows("designs", {"run": "r", "generation": 2}, [
+            _design(2, 0, "e4", True, [], 0.1),
+            _design(2, 1, "e5", False, ["duplicate: same behaviour as e1"], -1.0),
+            _design(2, 2, None, False, ["parse: line 3: invalid syntax"], -0.9),
+        ])
+        store.upsert("stages", {"run": "r", "generation": 2, "stage": "train_step",
+                                "result": "[]"})
+        g2 = report.generation_rows(store, "r")[2]
+        assert (g2["accepted"], g2["unjudged"]) == (0, 1)
+        assert g2["rejections"] == {"duplicate": 1, "parse": 1}
+        assert "1 awaiting the memory update" in report.table([g2])
+        store.upsert("memory", {"run": "r", "env_id": "e4", "added_generation": 2,
+                                "active": True})
+        store.upsert("stages", {"run": "r", "generation": 2, "stage": "update_memory",
+                                "result": "[]"})
+        g2 = report.generation_rows(store, "r")[2]
+    assert (g2["accepted"], g2["unjudged"]) == (1, 0)
+    assert g2["rejections"] == {"duplicate": 1, "parse": 1}
 
 
 def test_report_command_json_and_png(tmp_path, capsys):
@@ -121,8 +149,9 @@ def test_a_revised_design_counts_once_with_its_last_drafts_outcome(tmp_path):
         store.replace_rows("designs", {"run": "r", "generation": 0}, revised)
         store.upsert("memory", {"run": "r", "env_id": "e1", "added_generation": 0,
                                 "active": True})
-        store.upsert("stages", {"run": "r", "generation": 0, "stage": "design_environments",
-                                "result": "[]"})
+        for stage in ("design_environments", "update_memory"):
+            store.upsert("stages", {"run": "r", "generation": 0, "stage": stage,
+                                    "result": "[]"})
         (row,) = report.generation_rows(store, "r")
     assert (row["designs"], row["accepted"], row["validity_rate"]) == (2, 1, 0.5)
     assert (row["revisions"], row["revisions_accepted"]) == (2, 1)

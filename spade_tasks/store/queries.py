@@ -122,6 +122,12 @@ def recorded_generations(store: Store, run: str) -> list[int]:
         " generations WHERE run = ? ORDER BY generation", [run, run])]
 
 
+def generations_with_stage(store: Store, run: str, stage: str) -> set[int]:
+    """The generations of ``run`` that recorded ``stage``."""
+    return {r["generation"] for r in store.rows(
+        "SELECT DISTINCT generation FROM stages WHERE run = ? AND stage = ?", [run, stage])}
+
+
 # -- documents ---------------------------------------------------------------------------
 
 
