@@ -262,6 +262,11 @@ def check_name(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
+def names_duplicate(reasons: list[str] | None) -> bool:
+    """Whether any of a design's reasons is the duplicate rule's."""
+    return any(check_name(r) == "duplicate" for r in reasons or [])
+
+
 def contract_fraction(text: str) -> float:
     """Fraction of ``CONTRACT_PARTS`` present in ``text`` (0..1), or of ``QUIZ_PARTS``
     where that is higher (a ``QuizEnv`` subclass owes only those)."""

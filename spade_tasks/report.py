@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from spade_tasks.errors import UserError
-from spade_tasks.regret import check_name
+from spade_tasks.regret import check_name, names_duplicate
 from spade_tasks.store import Store, queries
 
 FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
@@ -39,7 +39,7 @@ FIELDS = ("generation", "designs", "accepted", "validity_rate", "rejections",
 def _is_new(d: dict, new_in_memory: set[tuple[int, str]]) -> bool:
     """An accepted design the memory took in as new in its generation, with no
     duplicate reason."""
-    if not d["accepted"] or any(check_name(r) == "duplicate" for r in d["reasons"] or []):
+    if not d["accepted"] or names_duplicate(d["reasons"]):
         return False
     return (d["generation"], d["env_id"]) in new_in_memory
 
@@ -103,8 +103,7 @@ def generation_rows(store: Store, run: str) -> list[dict]:
             if not d["accepted"]:
                 reasons = d["reasons"] or []
                 rejections[check_name(reasons[0]) if reasons else "unknown"] += 1
-            elif g not in judged and not any(check_name(r) == "duplicate"
-                                             for r in d["reasons"] or []):
+            elif g not in judged and not names_duplicate(d["reasons"]):
                 unjudged += 1  # not yet a copy: the memory has not seen it
             elif not _is_new(d, new_in_memory):
                 rejections["duplicate"] += 1

@@ -398,11 +398,11 @@ def accepted_programs(store, run: str, before: int) -> list[tuple[list[dict], st
     """(prompt, program) of every design accepted before generation ``before`` whose
     environment the memory took in as new in that generation (a copy of a seed or a
     near-duplicate never enters it), oldest first."""
-    from spade_tasks.regret import check_name
+    from spade_tasks.regret import names_duplicate
 
     rows = queries.designs_taken_into_memory(store, run, before)
     return [(json.loads(r["prompt"]), r["source"]) for r in rows
-            if not any(check_name(x) == "duplicate" for x in r["reasons"] or [])]
+            if not names_duplicate(r["reasons"])]
 
 
 def accepted_pairs(cfg: Config, store, run: str, before: int) -> list[Pair]:
