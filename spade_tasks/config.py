@@ -219,6 +219,12 @@ class DesignerConfig(_Section):
     one)."""
     rejected_constant: float = Field(-1.0, lt=0)
     """The reward of every rejected design under ``rejected_reward: constant``."""
+    scale_advantages: bool = True
+    """Divide the designer's advantages by the spread of its generation's rewards (GRPO).
+    False only centres them (Dr. GRPO): a generation whose designs are all rejected, and
+    differ only by how far they got, then moves the designer by that spread (under
+    ``graded``, at most 1.0), while a design accepted among rejected ones keeps an
+    advantage of about 2.5 (the gap between the rewards of the two)."""
 
     @model_validator(mode="after")
     def _short_prompt_setting(self) -> "DesignerConfig":

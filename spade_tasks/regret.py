@@ -405,8 +405,11 @@ def rejection_reward(kind: str, reasons: Sequence[str], source: str | None, text
 # ---------------------------------------------------------------- advantages
 
 
-def group_advantages(rewards: Sequence[float], eps: float = 1e-6) -> list[float]:
-    """GRPO: (r - mean) / (std + eps) within one group (population std).
+def group_advantages(rewards: Sequence[float], eps: float = 1e-6,
+                     scale: bool = True) -> list[float]:
+    """GRPO: (r - mean) / (std + eps) within one group (population std); with
+    ``scale=False``, r - mean (Dr. GRPO), so a group whose rewards barely differ moves
+    the policy by that little, not by a unit spread.
 
     A group whose rewards are all equal gives zeros: it carries no preference.
     """
@@ -417,6 +420,8 @@ def group_advantages(rewards: Sequence[float], eps: float = 1e-6) -> list[float]
         # ~1e-10 noise that still pushes the policy.
         return [0.0] * len(rewards)
     mean = math.fsum(rewards) / len(rewards)
+    if not scale:
+        return [r - mean for r in rewards]
     std = math.sqrt(math.fsum((r - mean) ** 2 for r in rewards) / len(rewards))
     return [(r - mean) / (std + eps) for r in rewards]
 

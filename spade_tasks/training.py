@@ -527,7 +527,8 @@ def generation_samples(rt: StageRuntime, generation: int) -> list[TrainSample]:
     samples: list[TrainSample] = []
     if rt.cfg.designer.training:
         designs = queries.rewarded_designs(store, run, generation)
-        advs = group_advantages([d["reward"] for d in designs])
+        advs = group_advantages([d["reward"] for d in designs],
+                                scale=rt.cfg.designer.scale_advantages)
         samples += [TrainSample("designer", list(d["prompt_token_ids"]), list(d["token_ids"]),
                                 list(d["logprobs"]), a)
                     for d, a in zip(designs, advs) if a != 0.0 and d["token_ids"]]

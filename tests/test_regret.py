@@ -166,6 +166,23 @@ def test_group_advantages_zero_mean_unit_std():
     assert adv[3] > adv[1] > adv[0] > adv[4]
 
 
+def test_unscaled_advantages_keep_the_rewards_spread():
+    # Dr. GRPO: centred, not divided by the spread. Fifteen rejected designs 0.3 apart
+    # and one accepted 2.5 above them: scaled, the rejected ones' differences weigh
+    # like a unit spread; unscaled, they stay 0.3 while the accepted one's lead stays.
+    rewards = [-2.7] * 8 + [-3.0] * 7 + [0.0]
+    scaled = group_advantages(rewards)
+    unscaled = group_advantages(rewards, scale=False)
+    assert statistics.fmean(unscaled) == pytest.approx(0.0, abs=1e-12)
+    assert unscaled[0] - unscaled[8] == pytest.approx(0.3)
+    assert unscaled[15] == pytest.approx(0.0 - statistics.fmean(rewards))
+    assert scaled[0] - scaled[8] > 0.4  # the same 0.3, stretched by a 0.7 std
+    all_rejected = [-2.7] * 8 + [-3.0] * 8
+    assert max(map(abs, group_advantages(all_rejected, scale=False))) == pytest.approx(0.15)
+    assert max(map(abs, group_advantages(all_rejected, eps=0.0))) == pytest.approx(1.0)
+    assert group_advantages([0.7, 0.7], scale=False) == [0.0, 0.0]
+
+
 def test_constant_group_gives_zeros():
     assert group_advantages([0.7, 0.7, 0.7]) == [0.0, 0.0, 0.0]
     assert group_advantages([5.0]) == [0.0]
