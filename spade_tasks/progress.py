@@ -17,6 +17,7 @@ class _Stage:
         self.name, self.total, self.bar, self.task = name, total, bar, task
         self.items = 0
         self.tokens = 0
+        self.note: str | None = None
         self.t0 = time.perf_counter()
 
     @property
@@ -30,6 +31,13 @@ class _Stage:
         if self.bar is not None:
             self.bar.update(self.task, advance=items,
                             description=f"{self.name} [{self.tokens_per_s:6.1f} tok/s]")
+
+    def done_as(self, note: str) -> None:
+        """Say ``note`` instead of the count of items done (a stage that found its result
+        ready, such as a cached warm start, did none)."""
+        self.note = note
+        if self.bar is not None:
+            self.bar.update(self.task, description=f"{self.name} ({note})")
 
 
 @contextmanager
@@ -49,4 +57,5 @@ def stage(name: str, total: int | None = None):
         yield st
         dt = time.perf_counter() - st.t0
         tok = f", {st.tokens} tokens, {st.tokens_per_s:.1f} tok/s" if st.tokens else ""
-        print(f"[spade] {name}: {st.items} done in {dt:.1f} s{tok}", file=sys.stderr, flush=True)
+        print(f"[spade] {name}: {st.note or f'{st.items} done'} in {dt:.1f} s{tok}",
+              file=sys.stderr, flush=True)

@@ -439,6 +439,8 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
         with progress.stage("warm start", total=ws.steps) as bar:
             res = first_warmstart(cfg, rt.trainer, seed,
                                   log=lambda msg: bar.advance(1) if "step loss" in msg else None)
+            if res.cached:
+                bar.done_as("cached")
         return res.report()
     if ws.accepted_steps == 0:
         return WarmstartReport.skipped("accepted_steps is 0")
