@@ -113,7 +113,6 @@ class Backend(ABC):
     def tokenizer(self):
         """The Hugging Face tokenizer whose chat template renders the prompts."""
 
-    @abstractmethod
     def generate(
         self,
         conversations: list[list[dict]],
@@ -122,7 +121,15 @@ class Backend(ABC):
     ) -> list[Completion]:
         """One completion per conversation, in order (chat messages, rendered with the
         tokenizer's chat template and ``add_generation_prompt=True``; ``tools`` are passed
-        to the template)."""
+        to the template). A conversation ending in an assistant prefill is continued, and
+        its completion carries the prefill."""
+        prompts = render_prompts(self.tokenizer, conversations, tools)
+        return with_prefills(self.generate_from_ids(prompts, params), conversations)
+
+    def generate_from_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
+        """``generate`` on already tokenised prompts (benchmarks, tests): what an engine
+        that samples from token ids implements."""
+        raise NotImplementedError(f"{type(self).__name__} generates from conversations only")
 
     @abstractmethod
     def load_weights(self, checkpoint_dir: str | Path) -> None:

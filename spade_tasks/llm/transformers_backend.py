@@ -38,9 +38,7 @@ from spade_tasks.llm.base import (
     cut_at_stop,
     eos_token_ids,
     find_stop,
-    render_prompts,
     request_seed,
-    with_prefills,
 )
 from spade_tasks.llm.cpu.attention import SHARED_KV_SDPA
 from spade_tasks.llm.cpu.decode import CASCADE_MIN_TOKENS, LlamaDecoder
@@ -104,15 +102,6 @@ class TransformersBackend(Backend):
 
     def close(self) -> None:
         self._model = self._decoder = None
-
-    def generate(
-        self,
-        conversations: list[list[dict]],
-        params: SamplingParams,
-        tools: list[dict] | None = None,
-    ) -> list[Completion]:
-        prompts = render_prompts(self._tok, conversations, tools)
-        return with_prefills(self.generate_from_ids(prompts, params), conversations)
 
     def generate_from_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
         """``generate`` on already tokenised prompts (benchmarks, tests)."""

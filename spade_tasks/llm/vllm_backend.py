@@ -17,8 +17,7 @@ import json
 from pathlib import Path
 
 from spade_tasks.errors import BackendUnavailable, ModelLoadError
-from spade_tasks.llm.base import (Backend, Completion, SamplingParams, render_prompts,
-                                  request_seed, with_prefills)
+from spade_tasks.llm.base import Backend, Completion, SamplingParams, request_seed
 from spade_tasks.llm.loading import (
     ModelRef,
     hf_checkpoint_dir,
@@ -80,15 +79,6 @@ class VLLMBackend(Backend):
     @property
     def tokenizer(self):
         return self._tok
-
-    def generate(
-        self,
-        conversations: list[list[dict]],
-        params: SamplingParams,
-        tools: list[dict] | None = None,
-    ) -> list[Completion]:
-        prompts = render_prompts(self._tok, conversations, tools)
-        return with_prefills(self.generate_from_ids(prompts, params), conversations)
 
     def generate_from_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[Completion]:
         """``generate`` on already tokenised prompts (benchmarks, tests)."""
