@@ -476,3 +476,27 @@ def test_one_solved_rule_for_wins_rollouts_and_the_validator():
     for total in (1.0, third + third + third, 1 - 1e-9, 0.999, 0.0, -0.1):
         assert is_win(total) == is_solved(total)
     assert is_win(1 - 1e-9) and not is_win(0.999)
+
+
+def test_the_designer_samples_follow_designer_scale_advantages(tmp_path):
+    # The training stage reads the rewarded designs from the store and centres their
+    # rewards, dividing by the spread unless designer.scale_advantages is off.
+    from spade_tasks.store import Store
+    from spade_tasks.training import generation_samples
+
+    rewards = [0.0, -2.7, -2.7, -3.0]
+    with Store(tmp_path / "s.duckdb") as store:
+        for idx, r in enumerate(rewards):
+            store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
+                                     "accepted": idx == 0, "reward": r,
+                                     "prompt_token_ids": [1, 2], "token_ids": [3],
+                                     "logprobs": [-0.5]})
+        rt = _Rt(store)
+        scaled = [s.advantage for s in generation_samples(rt, 0)]
+        rt.cfg = rt.cfg.model_copy(update={"designer": rt.cfg.designer.model_copy(
+            update={"scale_advantages": False})})
+        unscaled = [s.advantage for s in generation_samples(rt, 0)]
+    assert scaled == pytest.approx(group_advantages(rewards))
+    mean = statistics.fmean(rewards)
+    assert unscaled == pytest.approx([r - mean for r in rewards])
+    assert unscaled[1] - unscaled[3] == pytest.approx(0.3)
