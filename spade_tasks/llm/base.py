@@ -104,7 +104,11 @@ def with_prefills(completions: list[Completion], conversations: list[list[dict]]
 
 
 class Backend(ABC):
-    """An inference engine holding one model; every role generates through it."""
+    """An inference engine holding one model; every role generates through it.
+
+    An engine implements ``tokenizer``, ``load_weights`` and ``generate_from_ids`` (it
+    samples from token ids; ``generate`` renders the chat for it), or ``generate`` itself
+    where it takes conversations whole."""
 
     name: str = ""
 
