@@ -225,6 +225,11 @@ class DesignerConfig(_Section):
     differ only by how far they got, then moves the designer by that spread (under
     ``graded``, at most 1.0), while a design accepted among rejected ones keeps an
     advantage of about 2.5 (the gap between the rewards of the two)."""
+    max_advantage: float | None = Field(None, gt=0)
+    """Clip each designer advantage to [-max_advantage, max_advantage] after centring
+    (and scaling); None: no clip. An accepted design among rejected ones otherwise moves
+    the designer towards that one program with an advantage of about 2.5 (centred, under
+    ``graded``), and a small designer then writes it again, a duplicate."""
 
     @model_validator(mode="after")
     def _short_prompt_setting(self) -> "DesignerConfig":

@@ -26,7 +26,7 @@ from spade_tasks.config import TrainingConfig
 from spade_tasks.errors import ConfigError, TrainingError
 from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
 from spade_tasks.records import Played, Scores, TrainReport
-from spade_tasks.regret import group_advantages, grouped_advantages
+from spade_tasks.regret import clip_advantages, group_advantages, grouped_advantages
 from spade_tasks.store import queries
 
 if TYPE_CHECKING:
@@ -520,15 +520,16 @@ def generation_samples(rt: StageRuntime, generation: int) -> list[TrainSample]:
     """Both roles' samples of one generation, read from DuckDB exactly as generated.
 
     Designer: each design completion, rewarded by the regret stage, advantages relative
-    to the generation's designs. Agent: every turn of every no-hint episode, with its
+    to the generation's designs (clipped to ``designer.max_advantage``). Agent: every turn of every no-hint episode, with its
     episode's return, advantages relative to the episodes of the same environment.
     Samples whose advantage is zero carry no gradient and are left out."""
     store, run = rt.store, rt.run
     samples: list[TrainSample] = []
     if rt.cfg.designer.training:
         designs = queries.rewarded_designs(store, run, generation)
-        advs = group_advantages([d["reward"] for d in designs],
-                                scale=rt.cfg.designer.scale_advantages)
+        advs = clip_advantages(group_advantages([d["reward"] for d in designs],
+                                                scale=rt.cfg.designer.scale_advantages),
+                               rt.cfg.designer.max_advantage)
         samples += [TrainSample("designer", list(d["prompt_token_ids"]), list(d["token_ids"]),
                                 list(d["logprobs"]), a)
                     for d, a in zip(designs, advs) if a != 0.0 and d["token_ids"]]

@@ -500,3 +500,35 @@ def test_the_designer_samples_follow_designer_scale_advantages(tmp_path):
     mean = statistics.fmean(rewards)
     assert unscaled == pytest.approx([r - mean for r in rewards])
     assert unscaled[1] - unscaled[3] == pytest.approx(0.3)
+
+
+def test_clip_advantages_bounds_each_advantage_and_none_leaves_them():
+    from spade_tasks.regret import clip_advantages
+
+    advs = [2.6, -0.2, -0.3, -2.1]
+    assert clip_advantages(advs, None) == advs
+    assert clip_advantages(advs, 1.0) == [1.0, -0.2, -0.3, -1.0]
+    with pytest.raises(RewardError, match="positive"):
+        clip_advantages(advs, 0.0)
+
+
+def test_the_designer_samples_follow_designer_max_advantage(tmp_path):
+    # One accepted design among rejected ones: centred, its advantage is about 2.5; the
+    # clip cuts it to the bound and leaves the rejected designs' small ones as they are.
+    from spade_tasks.store import Store
+    from spade_tasks.training import generation_samples
+
+    rewards = [0.0, -2.7, -2.7, -3.0]
+    with Store(tmp_path / "s.duckdb") as store:
+        for idx, r in enumerate(rewards):
+            store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
+                                     "accepted": idx == 0, "reward": r,
+                                     "prompt_token_ids": [1, 2], "token_ids": [3],
+                                     "logprobs": [-0.5]})
+        rt = _Rt(store)
+        rt.cfg = rt.cfg.model_copy(update={"designer": rt.cfg.designer.model_copy(
+            update={"scale_advantages": False, "max_advantage": 1.0})})
+        clipped = [s.advantage for s in generation_samples(rt, 0)]
+    mean = statistics.fmean(rewards)
+    assert clipped[0] == pytest.approx(1.0)
+    assert clipped[1:] == pytest.approx([r - mean for r in rewards[1:]])
