@@ -931,6 +931,42 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     return []
 
 
+def _lettered(text: str) -> set[str]:
+    """The words of ``text`` with at least two characters, one of them a letter."""
+    return {w for w in _words(text) if len(w) > 1 and any(c.isalpha() for c in w)}
+
+
+def check_answer_unshown(ctx: Ctx) -> list[str]:
+    """A quiz's answer carries no words that it has on every draw and that no question
+    shows. Over ``probe_draws``, a word present in every oracle answer and absent from
+    every question was written into the answer by the program itself, not drawn for the
+    task: "3 for each word. Keep the counts of consonants only." asked as "How many
+    vowels are in X?", or a word followed by " and keep the second letter at the end".
+    No player can know such words, so no player wins by doing the task, and every other
+    check accepts the quiz: learn-s40's designer came to append such sentences to
+    answers (6 of its 18 accepted designs of generations 4-7). Words that differ between
+    draws (a word reversed, a letter, a count) are the task's and are never judged."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    draws = probe_draws(ctx.sandbox, ctx.source, ctx.class_name)
+    if not draws:
+        raise Skipped("no word table to draw probe words from")
+    unshown: set[str] | None = None
+    for question, answer in draws:
+        mine = _lettered(answer_of(answer)) - _lettered(question)
+        unshown = mine if unshown is None else unshown & mine
+        if not unshown:
+            break
+    if unshown:
+        question, answer = draws[0]
+        words = ", ".join(repr(w) for w in sorted(unshown)[:4])
+        return [f"answer_unshown: on all {len(draws)} draws looked at the answer has "
+                f"{words}, which no question shows (draw 0: {_short(question)} -> "
+                f"{_short(answer_of(answer))}); no player can know what to write"]
+    ctx.notes["answer_unshown"] = "every word the answer always has, the question shows"
+    return []
+
+
 def asked_draws(sandbox: Sandbox, source: str, class_name: str) -> list[asked.Draw] | None:
     """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
     words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
@@ -1108,8 +1144,9 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_answer_determined, check_answer_given, check_answer_asked,
-                  check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
-                  check_hint_leak, check_resource_bounds]
+                  check_answer_unshown, check_non_trivial, check_floor_gap,
+                  check_reward_well_formed, check_hint, check_hint_leak,
+                  check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""
 

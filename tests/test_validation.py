@@ -474,3 +474,52 @@ def test_quiz_env_subclass_gets_no_pass_from_its_base(sandbox, cfg, reason):
     report = validate_source(QUIZ_GAMING[reason], sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].split(":")[0] == reason, report.reasons
+
+
+PADDED_ANSWER = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class VowelCountEnv(QuizEnv):
+        \"\"\"The number of vowels in a word.\"\"\"
+
+        def questions(self, rng):
+            word = rng.choice(WORDS)
+            answer = str(sum(c in "aeiou" for c in word))
+            answer += " for each word. Keep the counts of consonants only."
+            return [(f"How many vowels are in the word '{word}'?", answer)]
+
+        def hint(self):
+            return "Count a, e, i, o and u."
+""")
+
+
+def test_answer_unshown_refuses_an_answer_padded_with_words_no_question_shows(sandbox, cfg):
+    """learn-s40's designer appended sentences to its answers ("3 for each word. Keep
+    the counts of consonants only." for "How many vowels are in X?"): every other check
+    accepts such a quiz, and no player can know the words. The same quiz without the
+    sentence passes, and so does one whose answer's words change with the draw."""
+    report = validate_source(PADDED_ANSWER, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_unshown:"), report.reasons
+    assert "'consonants'" in report.reasons[0] and "'for'" in report.reasons[0]
+    plain = PADDED_ANSWER.replace(
+        '        answer += " for each word. Keep the counts of consonants only."\n', "")
+    assert "consonants" not in plain
+    reversed_ = plain.replace('str(sum(c in "aeiou" for c in word))', "word[::-1]").replace(
+        "How many vowels are in the word", "Spell backwards the word")
+    for source in (plain, reversed_):
+        report = validate_source(source, sandbox, cfg, run_all=True)
+        (check,) = [c for c in report.checks if c.name == "answer_unshown"]
+        assert check.status == "pass", check.detail
+    # The question's own words may appear in the answer: "N vowels" asked and answered.
+    counted = plain.replace("How many vowels are in the word '{word}'?",
+                            "How many vowels (say N vowels) are in '{word}'?").replace(
+        'answer = str(sum(c in "aeiou" for c in word))',
+        'answer = str(sum(c in "aeiou" for c in word)) + " vowels"')
+    assert '+ " vowels"' in counted
+    report = validate_source(counted, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_unshown"]
+    assert check.status == "pass", check.detail
