@@ -936,6 +936,16 @@ def _lettered(text: str) -> set[str]:
     return {w for w in _words(text) if len(w) > 1 and any(c.isalpha() for c in w)}
 
 
+UNSHOWN_RUN = 10
+"""Letters in a row (spaces and punctuation dropped) that ``answer_unshown`` looks for in
+every answer and in no question: longer than any probe word (8), so a run common to all
+draws was written by the program."""
+
+
+def _letters(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalpha())
+
+
 def check_answer_unshown(ctx: Ctx) -> list[str]:
     """A quiz's answer carries no words that it has on every draw and that no question
     shows. Over ``probe_draws``, a word present in every oracle answer and absent from
@@ -944,22 +954,30 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     vowels are in X?", or a word followed by " and keep the second letter at the end".
     No player can know such words, so no player wins by doing the task, and every other
     check accepts the quiz: learn-s40's designer came to append such sentences to
-    answers (6 of its 18 accepted designs of generations 4-7). Words that differ between
-    draws (a word reversed, a letter, a count) are the task's and are never judged."""
+    answers (6 of its 18 accepted designs of generations 4-7). The same holds for
+    ``UNSHOWN_RUN`` letters in a row once spaces and punctuation are dropped, so a
+    sentence glued to the answer with its spaces removed, or a run of the alphabet, is
+    found too (two more of the 18). Words that differ between draws (a word reversed,
+    a letter, a count) are the task's and are never judged."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
     draws = probe_draws(ctx.sandbox, ctx.source, ctx.class_name)
     if not draws:
         raise Skipped("no word table to draw probe words from")
     unshown: set[str] | None = None
+    first = _letters(answer_of(draws[0][1]))
+    runs = {first[i:i + UNSHOWN_RUN] for i in range(len(first) - UNSHOWN_RUN + 1)}
     for question, answer in draws:
         mine = _lettered(answer_of(answer)) - _lettered(question)
         unshown = mine if unshown is None else unshown & mine
-        if not unshown:
+        said, asked_text = _letters(answer_of(answer)), _letters(question)
+        runs = {r for r in runs if r in said and r not in asked_text}
+        if not unshown and not runs:
             break
-    if unshown:
+    if unshown or runs:
         question, answer = draws[0]
-        words = ", ".join(repr(w) for w in sorted(unshown)[:4])
+        words = ", ".join(repr(w) for w in sorted(unshown)[:4]) if unshown else (
+            f"the letters {min(runs)!r} in a row")
         return [f"answer_unshown: on all {len(draws)} draws looked at the answer has "
                 f"{words}, which no question shows (draw 0: {_short(question)} -> "
                 f"{_short(answer_of(answer))}); no player can know what to write"]
