@@ -208,8 +208,7 @@ REJECTION_STAGES: tuple[str, ...] = (
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "answer_determined", "answer_given", "answer_asked", "answer_unshown", "non_trivial",
-    "floor_gap",
-    "reward_well_formed", "hint", "resource_bounds",
+    "floor_gap", "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
@@ -233,9 +232,9 @@ earned more than most honest failures and the designer drifted towards them (lea
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
 UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown"})
 """Rejections of a game that scores something its question does not ask for, or words it
-never shows: no player wins it by doing the task. Like a duplicate they earn ``DUPLICATE_PROGRESS``; at their
-place near the end of the order they would pay a designer for rewording a working quiz's
-question into another one's."""
+never shows: no player wins it by doing the task. Like a duplicate they earn
+``DUPLICATE_PROGRESS``; at their place near the end of the order they would pay a
+designer for rewording a working quiz's question into another one's."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
 """The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")

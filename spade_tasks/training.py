@@ -520,8 +520,9 @@ def generation_samples(rt: StageRuntime, generation: int) -> list[TrainSample]:
     """Both roles' samples of one generation, read from DuckDB exactly as generated.
 
     Designer: each design completion, rewarded by the regret stage, advantages relative
-    to the generation's designs (clipped to ``designer.max_advantage``). Agent: every turn of every no-hint episode, with its
-    episode's return, advantages relative to the episodes of the same environment.
+    to the generation's designs (clipped to ``designer.max_advantage``). Agent: every
+    turn of every no-hint episode, with its episode's return, advantages relative to the
+    episodes of the same environment.
     Samples whose advantage is zero carry no gradient and are left out."""
     store, run = rt.store, rt.run
     samples: list[TrainSample] = []

@@ -506,8 +506,9 @@ def test_answer_unshown_refuses_an_answer_padded_with_words_no_question_shows(sa
     assert report.reasons[0].startswith("answer_unshown:"), report.reasons
     assert "'consonants'" in report.reasons[0] and "'for'" in report.reasons[0]
     # The same sentence glued on without its spaces (learn-s40 generation 5, design 14).
-    glued = PADDED_ANSWER.replace('answer += " for each word. Keep the counts of consonants only."',
-                                  'answer += " for each word. Keep the counts.".replace(" ", "").replace(".", "")')
+    glued = PADDED_ANSWER.replace(
+        'answer += " for each word. Keep the counts of consonants only."',
+        'answer += " for each word. Keep the counts.".replace(" ", "").replace(".", "")')
     report = validate_source(glued, sandbox, cfg)
     assert report.reasons[0].startswith("answer_unshown:"), report.reasons
     assert "in a row" in report.reasons[0]
