@@ -478,24 +478,33 @@ def test_one_solved_rule_for_wins_rollouts_and_the_validator():
     assert is_win(1 - 1e-9) and not is_win(0.999)
 
 
-def test_the_designer_samples_follow_designer_scale_advantages(tmp_path):
-    # The training stage reads the rewarded designs from the store and centres their
-    # rewards, dividing by the spread unless designer.scale_advantages is off.
+DESIGN_REWARDS = [0.0, -2.7, -2.7, -3.0]  # one accepted design among three rejected
+
+
+def _designer_advantages(tmp_path, **designer) -> list[float]:
+    """The designer samples' advantages the training stage reads from a store holding
+    one generation rewarded ``DESIGN_REWARDS``, under the designer settings given."""
     from spade_tasks.store import Store
     from spade_tasks.training import generation_samples
 
-    rewards = [0.0, -2.7, -2.7, -3.0]
-    with Store(tmp_path / "s.duckdb") as store:
-        for idx, r in enumerate(rewards):
+    with Store(tmp_path / f"s-{len(list(tmp_path.iterdir()))}.duckdb") as store:
+        for idx, r in enumerate(DESIGN_REWARDS):
             store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
                                      "accepted": idx == 0, "reward": r,
                                      "prompt_token_ids": [1, 2], "token_ids": [3],
                                      "logprobs": [-0.5]})
         rt = _Rt(store)
-        scaled = [s.advantage for s in generation_samples(rt, 0)]
         rt.cfg = rt.cfg.model_copy(update={"designer": rt.cfg.designer.model_copy(
-            update={"scale_advantages": False})})
-        unscaled = [s.advantage for s in generation_samples(rt, 0)]
+            update=designer)})
+        return [s.advantage for s in generation_samples(rt, 0)]
+
+
+def test_the_designer_samples_follow_designer_scale_advantages(tmp_path):
+    # The training stage reads the rewarded designs from the store and centres their
+    # rewards, dividing by the spread unless designer.scale_advantages is off.
+    rewards = DESIGN_REWARDS
+    scaled = _designer_advantages(tmp_path)
+    unscaled = _designer_advantages(tmp_path, scale_advantages=False)
     assert scaled == pytest.approx(group_advantages(rewards))
     mean = statistics.fmean(rewards)
     assert unscaled == pytest.approx([r - mean for r in rewards])
@@ -515,20 +524,7 @@ def test_clip_advantages_bounds_each_advantage_and_none_leaves_them():
 def test_the_designer_samples_follow_designer_max_advantage(tmp_path):
     # One accepted design among rejected ones: centred, its advantage is about 2.5; the
     # clip cuts it to the bound and leaves the rejected designs' small ones as they are.
-    from spade_tasks.store import Store
-    from spade_tasks.training import generation_samples
-
-    rewards = [0.0, -2.7, -2.7, -3.0]
-    with Store(tmp_path / "s.duckdb") as store:
-        for idx, r in enumerate(rewards):
-            store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
-                                     "accepted": idx == 0, "reward": r,
-                                     "prompt_token_ids": [1, 2], "token_ids": [3],
-                                     "logprobs": [-0.5]})
-        rt = _Rt(store)
-        rt.cfg = rt.cfg.model_copy(update={"designer": rt.cfg.designer.model_copy(
-            update={"scale_advantages": False, "max_advantage": 1.0})})
-        clipped = [s.advantage for s in generation_samples(rt, 0)]
-    mean = statistics.fmean(rewards)
+    clipped = _designer_advantages(tmp_path, scale_advantages=False, max_advantage=1.0)
+    mean = statistics.fmean(DESIGN_REWARDS)
     assert clipped[0] == pytest.approx(1.0)
-    assert clipped[1:] == pytest.approx([r - mean for r in rewards[1:]])
+    assert clipped[1:] == pytest.approx([r - mean for r in DESIGN_REWARDS[1:]])
