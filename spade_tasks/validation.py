@@ -389,6 +389,12 @@ class Ctx:
         """``p``'s recorded actions, played again on its seed in a fresh worker."""
         return self.play(p.seed, replay_policy(p.actions), label=label)
 
+    @functools.cached_property
+    def draws(self) -> list[tuple[str, str]] | None:
+        """``probe_draws`` of this program, drawn once per validation and shared by the
+        checks that read a quiz's questions against its answers."""
+        return probe_draws(self.sandbox, self.source, self.class_name)
+
 
 def reference_episodes(ctx: Ctx) -> dict[int, Played]:
     """The oracle's episode on each validation seed (an empty-text player's for a
@@ -919,7 +925,7 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     question that names none, is not judged (``asked``)."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
-    read = asked_draws(ctx.sandbox, ctx.source, ctx.class_name)
+    read = read_draws(ctx.draws)
     if read is None:
         raise Skipped("no word table to draw probe words from")
     scored = asked.computed(read)
@@ -961,16 +967,17 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     a letter, a count) are the task's and are never judged."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
-    draws = probe_draws(ctx.sandbox, ctx.source, ctx.class_name)
+    draws = ctx.draws
     if not draws:
         raise Skipped("no word table to draw probe words from")
     unshown: set[str] | None = None
     first = _letters(answer_of(draws[0][1]))
     runs = {first[i:i + UNSHOWN_RUN] for i in range(len(first) - UNSHOWN_RUN + 1)}
     for question, answer in draws:
-        mine = _lettered(answer_of(answer)) - _lettered(question)
+        answer = answer_of(answer)
+        mine = _lettered(answer) - _lettered(question)
         unshown = mine if unshown is None else unshown & mine
-        said, asked_text = _letters(answer_of(answer)), _letters(question)
+        said, asked_text = _letters(answer), _letters(question)
         runs = {r for r in runs if r in said and r not in asked_text}
         if not unshown and not runs:
             break
@@ -985,11 +992,10 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     return []
 
 
-def asked_draws(sandbox: Sandbox, source: str, class_name: str) -> list[asked.Draw] | None:
+def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:
     """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
     words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
     it (items split at commas, lower case)."""
-    draws = probe_draws(sandbox, source, class_name)
     if draws is None:
         return None
     return [(text, tuple(dict.fromkeys(_shown(text))),

@@ -7,7 +7,7 @@ import pytest
 from spade_tasks import asked
 from spade_tasks.config import ValidationConfig
 from spade_tasks.regret import DUPLICATE_PROGRESS, rejection_progress
-from spade_tasks.validation import asked_draws, env_class_name, validate_source
+from spade_tasks.validation import env_class_name, probe_draws, read_draws, validate_source
 
 LISTS = [("kettle", "moon", "zebra"), ("fig", "sky", "apricot", "ladder"), ("oxen", "lilac"),
          ("quartz", "gnome", "breeze"), ("umbrella", "vivid", "harbor"), ("jasmine", "fig"),
@@ -125,7 +125,7 @@ def test_no_committed_quiz_is_refused(sandbox):
     identified = 0
     for path in sorted(glob.glob("environments_store/*/*.py")):
         source = open(path, encoding="utf-8").read()
-        read = asked_draws(sandbox, source, env_class_name(source))
+        read = read_draws(probe_draws(sandbox, source, env_class_name(source)))
         if read is None:
             continue
         assert asked.unasked(read) is None, path

@@ -487,7 +487,7 @@ def _designer_advantages(tmp_path, **designer) -> list[float]:
     from spade_tasks.store import Store
     from spade_tasks.training import generation_samples
 
-    with Store(tmp_path / f"s-{len(list(tmp_path.iterdir()))}.duckdb") as store:
+    with Store(tmp_path / "s.duckdb") as store:  # upsert: a second call writes the same rows
         for idx, r in enumerate(DESIGN_REWARDS):
             store.upsert("designs", {"run": "r", "generation": 0, "design_idx": idx,
                                      "accepted": idx == 0, "reward": r,
