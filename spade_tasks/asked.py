@@ -211,3 +211,71 @@ def unasked(draws: Sequence[Draw], scored: Sequence[Operation] | None = None) ->
                 return (f"the question asks for {asked[0].name} ({question.strip()[:80]!r}) "
                         f"but the answer on every draw is {scored[0].name}")
     return None
+
+
+# What a question's kind of answer is, read apart from the lexicon's operations: the rule
+# above judges only answers an operation computes, and learn-s40's designer came to score
+# "How many letters ...?" on a letter and "Sort the letters of X" on X rotated by one,
+# answers no operation computes and no player can reach by doing the task.
+COUNT_ASK = re.compile(r"how many|\bcount (?:the|all|each|every|its)\b|\bthe number of")
+"""A question with these words asks for a number ("Count from 1" and "with an even count"
+do not: they say how to read the task)."""
+ORDER_ASK = re.compile(_ALPHA)
+"""A question with these words asks for something put in order (or picked by it)."""
+NUMBER = re.compile(r"\d|\b(?:zero|none|one|two|three|four|five|six|seven|eight|nine|ten"
+                    r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
+                    r"|eighteen|nineteen|twenty)\b")
+
+
+def _in_order(seq: Sequence[str]) -> bool:
+    seq = list(seq)
+    return len(seq) >= 2 and (seq == sorted(seq) or seq == sorted(seq, reverse=True))
+
+
+def fits_count(answer: str) -> bool:
+    """A count is written as a number, in digits or in words."""
+    return bool(NUMBER.search(answer))
+
+
+def fits_order(answer: str, words: Words) -> bool:
+    """Something put in order, or picked by it: its letters or its words in alphabetical
+    (or reverse) order, a single letter, one of two or more shown words, or a number
+    (a letter's place in the alphabet)."""
+    tokens = re.findall(r"[a-z]+", answer)
+    letters = "".join(tokens)
+    return (fits_count(answer) or len(letters) == 1 or _in_order(letters)
+            or _in_order(tokens) or (len(words) >= 2 and answer.strip() in words))
+
+
+KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
+    ("a number", COUNT_ASK, lambda answer, words: fits_count(answer)),
+    ("something in alphabetical order", ORDER_ASK, fits_order),
+)
+
+
+def misfit(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz's answers are never of the kind its question asks for, or None.
+
+    A question asks for a kind of answer by its words (``KINDS``: "how many" asks for a
+    number, "alphabetical" for something in order). A draw is a misfit when its question
+    asks for one or more kinds and the answer is of none of them; the quiz is refused when
+    every draw whose question asks for a kind is a misfit, and there are at least
+    ``MIN_DRAWS`` of them. Each kind is wide (any number answers a count, a single letter
+    or a picked word answers an order), so a fair game outside the lexicon ("Which letter
+    of X comes first in the alphabet?", "How many times does 'e' appear in X?") fits, and
+    one draw that fits is enough to pass (a yes/no order question answered "no")."""
+    asked_draws, example = 0, None
+    for question, words, items in draws:
+        text = without_tie_clauses(question_words(question, words))
+        kinds = [(name, fits) for name, pattern, fits in KINDS if pattern.search(text)]
+        if not kinds:
+            continue
+        answer = ", ".join(items)
+        if any(fits(answer, words) for _, fits in kinds):
+            return None
+        asked_draws += 1
+        example = example or (question.strip()[:80], answer[:40], kinds[0][0])
+    if asked_draws < MIN_DRAWS:
+        return None
+    question, answer, kind = example
+    return f"the question asks for {kind} ({question!r}) but the answer is not one ({answer!r})"

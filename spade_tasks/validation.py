@@ -992,6 +992,26 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_answer_fits(ctx: Ctx) -> list[str]:
+    """A word quiz's answer is of the kind its question asks for. Over ``probe_draws``,
+    a question that asks how many is answered by a number, one that asks for alphabetical
+    order by something in order or picked by it (``asked.misfit``). ``answer_asked``
+    judges only answers an operation of its lexicon computes; learn-s40's designer came
+    to score "How many letters does X have?" on a letter and "Spell X with its letters in
+    alphabetical order" on X in capitals, answers no operation computes, which every
+    other check accepts and no player reaches by doing the task."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    read = read_draws(ctx.draws)
+    if read is None:
+        raise Skipped("no word table to draw probe words from")
+    problem = asked.misfit(read)
+    if problem:
+        return [f"answer_fits: {problem}; a player doing what the question says never wins"]
+    ctx.notes["answer_fits"] = "the answer is of the kind the question asks for"
+    return []
+
+
 def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:
     """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
     words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
@@ -1168,7 +1188,7 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_answer_determined, check_answer_given, check_answer_asked,
-                  check_answer_unshown, check_non_trivial, check_floor_gap,
+                  check_answer_unshown, check_answer_fits, check_non_trivial, check_floor_gap,
                   check_reward_well_formed, check_hint, check_hint_leak,
                   check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})

@@ -84,6 +84,64 @@ def test_shown_words_do_not_ask_for_anything():
                                 ("ladder", "moon")).split() == ["sort", "these:", ",", "."]
 
 
+WORDS = ("kettle", "apricot", "zebra", "moon", "quartz", "lilac", "umbrella", "fig", "gnome")
+
+
+def _one(question: str, answer) -> list[asked.Draw]:
+    """Draws of a question that shows one word, as ``read_draws`` gives them."""
+    return [(question.format(w), (w,), tuple(str(answer(w)).lower().split(", ")))
+            for w in WORDS]
+
+
+@pytest.mark.parametrize("question, answer, kind", [
+    # learn-s40, generation 5: a count scored on the word's largest letter
+    ("How many letters does the word '{}' have?", max, "a number"),
+    # learn-s40, generation 5: "Count the letters" scored on the word rotated by one
+    ("Count the letters of '{}'.", lambda w: w[1:] + w[0], "a number"),
+    # learn-s40, generations 5 and 7: an order asked for, the word scored as it is
+    ("Spell out the word '{}' with its letters ordered alphabetically.",
+     lambda w: "-".join(w), "something in alphabetical order"),
+    ("Sort the letters of {} alphabetically.", lambda w: w[-1] + w, "something in alphabetical order"),
+])
+def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
+    """No operation of the lexicon computes these answers, so ``unasked`` does not judge
+    them; the kind of answer the question asks for does."""
+    draws = _one(question, answer)
+    assert asked.computed(draws) == []
+    reason = asked.misfit(draws)
+    assert reason is not None and f"asks for {kind}" in reason, reason
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("How many times does the letter 'e' appear in '{}'?", lambda w: w.count("e")),
+    ("How many vowels are in {}? Say it as 'N vowels'.",
+     lambda w: f"{sum(c in 'aeiou' for c in w)} vowels"),
+    ("Which letter of '{}' comes first in the alphabet?", min),
+    ("Write the letters of {} in reverse alphabetical order.", lambda w: "".join(sorted(w))[::-1]),
+    ("What is the place in the alphabet of the first letter of {}?",
+     lambda w: ord(w[0]) - 96),
+    # one draw that fits is enough: a yes/no order question answered "no" (and "yes")
+    ("Are the letters of {} in alphabetical order?", lambda w: "yes" if w == "".join(sorted(w))
+     else "no"),
+    # instructions, not questions: "Count from 1", "with an even count"
+    ("Which letter of {} is number 2? Count from 1.", lambda w: w[1]),
+    # no kind asked: not judged
+    ("Double the word {}.", lambda w: w * 2),
+])
+def test_an_answer_of_the_kind_asked_passes(question, answer):
+    assert asked.misfit(_one(question, answer)) is None
+
+
+def test_a_word_picked_by_order_fits_only_among_several():
+    """"Which comes first alphabetically" is answered by a shown word among two or more;
+    the one word shown, returned unsorted, is not an order."""
+    several = _draws("Which of {} comes first in alphabetical order?", lambda ws: [min(ws)])
+    assert asked.misfit(several) is None
+    assert asked.misfit(_one("Sort the letters of {} alphabetically.", lambda w: w)) is not None
+    # fewer than MIN_DRAWS draws never refuse
+    assert asked.misfit(_one("How many letters has {}?", max)[:asked.MIN_DRAWS - 1]) is None
+
+
 SORTED_QUIZ = textwrap.dedent("""\
     from spade_env import QuizEnv
 
@@ -120,8 +178,9 @@ def test_validator_refuses_a_quiz_scoring_what_it_does_not_ask(sandbox):
 
 
 def test_no_committed_quiz_is_refused(sandbox):
-    """Every committed word quiz (seeds, held-out) asks for what it scores; 12 of them are
-    identified as one operation of the lexicon, so the rule is not vacuous."""
+    """Every committed word quiz (seeds, held-out) asks for what it scores, and its answers
+    are of the kind its questions ask for; 12 of them are identified as one operation of
+    the lexicon, so the rule is not vacuous."""
     identified = 0
     for path in sorted(glob.glob("environments_store/*/*.py")):
         source = open(path, encoding="utf-8").read()
@@ -129,5 +188,6 @@ def test_no_committed_quiz_is_refused(sandbox):
         if read is None:
             continue
         assert asked.unasked(read) is None, path
+        assert asked.misfit(read) is None, path
         identified += bool(asked.computed(read))
     assert identified >= 12

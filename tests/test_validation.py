@@ -5,6 +5,7 @@ import textwrap
 import pytest
 
 from spade_tasks.config import ValidationConfig
+from spade_tasks.regret import DUPLICATE_PROGRESS, rejection_progress
 from spade_tasks.validation import validate_source
 
 GOOD = '''
@@ -529,4 +530,24 @@ def test_answer_unshown_refuses_an_answer_padded_with_words_no_question_shows(sa
     assert '+ " vowels"' in counted
     report = validate_source(counted, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "answer_unshown"]
+    assert check.status == "pass", check.detail
+
+
+def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
+    """learn-s40, generation 5: "How many letters ...?" scored on the word's largest
+    letter. No operation of ``asked``'s lexicon computes the answer, so ``answer_asked``
+    passes it, and so does every other check; the count, answered, passes."""
+    letter = PADDED_ANSWER.replace(
+        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
+        'str(sum(c in "aeiou" for c in word))', "max(word)")
+    assert "max(word)" in letter
+    report = validate_source(letter, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_fits: the question asks for a number"), \
+        report.reasons
+    assert rejection_progress(report.reasons, letter) == DUPLICATE_PROGRESS
+    counted = letter.replace("max(word)", "str(len(word))").replace("How many vowels",
+                                                                     "How many letters")
+    report = validate_source(counted, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_fits"]
     assert check.status == "pass", check.detail
