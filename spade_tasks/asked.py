@@ -222,6 +222,8 @@ COUNT_ASK = re.compile(r"how many|\bcount (?:the|all|each|every|its)\b|\bthe num
 do not: they say how to read the task)."""
 ORDER_ASK = re.compile(_ALPHA)
 """A question with these words asks for something put in order (or picked by it)."""
+LETTER_ASK = re.compile(r"\bwhich letter\b|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b")
+"""A question with these words asks for a letter ("What is the word's first letter?")."""
 NUMBER = re.compile(r"\d|\b(?:zero|none|one|two|three|four|five|six|seven|eight|nine|ten"
                     r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
                     r"|eighteen|nineteen|twenty)\b")
@@ -247,9 +249,16 @@ def fits_order(answer: str, words: Words) -> bool:
             or _in_order(tokens) or (len(words) >= 2 and answer.strip() in words))
 
 
+def fits_letter(answer: str, words: Words) -> bool:
+    """A letter: no more letters than the words shown (one from each), or a number (a
+    letter's place)."""
+    return fits_count(answer) or 0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words))
+
+
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
     ("a number", COUNT_ASK, lambda answer, words: fits_count(answer)),
     ("something in alphabetical order", ORDER_ASK, fits_order),
+    ("a letter", LETTER_ASK, fits_letter),
 )
 
 
@@ -260,7 +269,8 @@ def misfit(draws: Sequence[Draw]) -> str | None:
     number, "alphabetical" for something in order). A draw is a misfit when its question
     asks for one or more kinds and the answer is of none of them; the quiz is refused when
     every draw whose question asks for a kind is a misfit, and there are at least
-    ``MIN_DRAWS`` of them. Each kind is wide (any number answers a count, a single letter
+    ``MIN_DRAWS`` of them. A question may ask for several kinds; an answer of any of
+    them fits. Each kind is wide (any number answers a count, a single letter
     or a picked word answers an order), so a fair game outside the lexicon ("Which letter
     of X comes first in the alphabet?", "How many times does 'e' appear in X?") fits, and
     one draw that fits is enough to pass (a yes/no order question answered "no")."""

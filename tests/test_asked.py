@@ -102,6 +102,9 @@ def _one(question: str, answer) -> list[asked.Draw]:
     ("Spell out the word '{}' with its letters ordered alphabetically.",
      lambda w: "-".join(w), "something in alphabetical order"),
     ("Sort the letters of {} alphabetically.", lambda w: w[-1] + w, "something in alphabetical order"),
+    # learn-s40, generation 7: a letter asked for, the word and its letters scored
+    ("Which of these has the last letter: {}? What is the word's first letter?",
+     lambda w: w + "-".join(w), "a letter"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
@@ -117,6 +120,11 @@ def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     ("How many vowels are in {}? Say it as 'N vowels'.",
      lambda w: f"{sum(c in 'aeiou' for c in w)} vowels"),
     ("Which letter of '{}' comes first in the alphabet?", min),
+    ("What is the middle letter of {}? With an even count, give the left one.",
+     lambda w: w[(len(w) - 1) // 2]),
+    ("Which letter comes right after the first letter of {} in the alphabet?",
+     lambda w: chr(ord(w[0]) + 1)),
+    ("Which of these words ends with the letter 'e': {}?", lambda w: w),
     ("Write the letters of {} in reverse alphabetical order.", lambda w: "".join(sorted(w))[::-1]),
     ("What is the place in the alphabet of the first letter of {}?",
      lambda w: ord(w[0]) - 96),
