@@ -105,6 +105,8 @@ def _one(question: str, answer) -> list[asked.Draw]:
     # learn-s40, generation 7: a letter asked for, the word and its letters scored
     ("Which of these has the last letter: {}? What is the word's first letter?",
      lambda w: w + "-".join(w), "a letter"),
+    # learn-s40's last weights at the probe: the first letter asked, the word rotated scored
+    ("Write the first letter of the word '{}'.", lambda w: w[1:] + w[0], "a letter"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
@@ -125,6 +127,9 @@ def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     ("Which letter comes right after the first letter of {} in the alphabet?",
      lambda w: chr(ord(w[0]) + 1)),
     ("Which of these words ends with the letter 'e': {}?", lambda w: w),
+    ("Write the word {} without its first letter.", lambda w: w[1:]),
+    ("Write the letter 'k' as many times as {} has letters.", lambda w: "k" * len(w)),
+    ("Spell {} from its last letter to its first.", lambda w: w[::-1]),
     ("Write the letters of {} in reverse alphabetical order.", lambda w: "".join(sorted(w))[::-1]),
     ("What is the place in the alphabet of the first letter of {}?",
      lambda w: ord(w[0]) - 96),
