@@ -222,7 +222,7 @@ COUNT_ASK = re.compile(r"how many|\bcount (?:the|all|each|every|its)\b|\bthe num
 do not: they say how to read the task)."""
 ORDER_ASK = re.compile(_ALPHA)
 """A question with these words asks for something put in order (or picked by it)."""
-LETTER_ASK = re.compile(r"\bwhich letter\b|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
+LETTER_ASK = re.compile(r"\b(?:which|what) letter\b|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
                         r"|\b(?:write|give|name|say|spell)(?: out)? the (?:[a-z]+(?:'s)? ){1,2}letter\b")
 """A question with these words asks for a letter ("What is the word's first letter?",
 "Write the first letter of X"; not "Write the word without its first letter", nor
@@ -253,9 +253,10 @@ def fits_order(answer: str, words: Words) -> bool:
 
 
 def fits_letter(answer: str, words: Words) -> bool:
-    """A letter: no more letters than the words shown (one from each), or a number (a
-    letter's place)."""
-    return fits_count(answer) or 0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words))
+    """A letter: no more letters than the words shown (one from each), or a number alone
+    (a letter's place: "What is the letter's place in the alphabet?")."""
+    return (answer.strip().isdigit()
+            or 0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words)))
 
 
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
@@ -292,3 +293,52 @@ def misfit(draws: Sequence[Draw]) -> str | None:
         return None
     question, answer, kind = example
     return f"the question asks for {kind} ({question!r}) but the answer is not one ({answer!r})"
+
+
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                 "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+_TIMES_WORDS = {2: ("twice", "double", "pair", "again"), 3: ("thrice", "triple")}
+
+
+def states_count(k: int, question: str) -> bool:
+    """Whether ``question`` says ``k``: in digits, as a number word, or as "twice"."""
+    words = ((_NUMBER_WORDS[k],) if k < len(_NUMBER_WORDS) else ()) + _TIMES_WORDS.get(k, ())
+    text = question.lower()
+    return bool(re.search(rf"\b{k}\b", text)) or any(re.search(rf"\b{w}\b", text) for w in words)
+
+
+def period(text: str) -> tuple[str, int] | None:
+    """``text`` as its shortest unit written ``k >= 2`` times, or None."""
+    n = len(text)
+    for size in range(1, n // 2 + 1):
+        if n % size == 0 and text[:size] * (n // size) == text:
+            return text[:size], n // size
+    return None
+
+
+def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
+    """Why the quiz's answer is text written a number of times no question states, or
+    None. Over the draws (question, answer), letters and digits of each answer only: on
+    every draw the answer is one unit with a letter in it (a letter, a word) written the
+    same ``k >= 2`` times, and no question says ``k``. learn-s41's designer wrote "Write
+    the letter 'r' at position r." scored on "rr", and "Spell the word 'x' as one word."
+    on 'x' written 26 times: the player is told what to write but never how many times.
+    "Write the letter 'k' 3 times" and "Write X twice" say it and pass; a count that
+    changes with the draw (as many times as the word has letters) is never judged."""
+    counts, example = set(), None
+    for question, answer in draws:
+        found = period(re.sub(r"[\W_]", "", answer))
+        if found is None or not any(c.isalpha() for c in found[0]):
+            return None
+        counts.add(found[1])
+        if len(counts) > 1:
+            return None
+        example = example or (question.strip()[:80], answer[:40])
+    if len(draws) < MIN_DRAWS:
+        return None
+    (k,) = counts
+    if any(states_count(k, q) for q, _ in draws):
+        return None
+    question, answer = example
+    return (f"the answer is one text written {k} times on every draw ({question!r} -> "
+            f"{answer!r}) and no question says {k}")

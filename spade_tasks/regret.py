@@ -208,7 +208,8 @@ REJECTION_STAGES: tuple[str, ...] = (
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "answer_determined", "answer_given", "answer_asked", "answer_unshown", "answer_fits",
-    "non_trivial", "floor_gap", "reward_well_formed", "hint", "resource_bounds",
+    "answer_repeated", "non_trivial", "floor_gap", "reward_well_formed", "hint",
+    "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
@@ -230,7 +231,8 @@ gets through most checks, but what it pays for is not a task. Like a duplicate t
 earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
 earned more than most honest failures and the designer drifted towards them (learn-s21:
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
-UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits"})
+UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits",
+                            "answer_repeated"})
 """Rejections of a game that scores something its question does not ask for, or words it
 never shows: no player wins it by doing the task. Like a duplicate they earn
 ``DUPLICATE_PROGRESS``; at their place near the end of the order they would pay a

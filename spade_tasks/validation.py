@@ -1012,6 +1012,22 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_answer_repeated(ctx: Ctx) -> list[str]:
+    """A quiz's answer is not one text written a number of times no question states
+    (``asked.unstated_repeat``): "Write the letter 'r' at position r." scored on "rr". The
+    player is told what to write but not how many times, so it wins only by guessing;
+    every other check accepted such quizzes (learn-s41, generations 4-5: 4 of 9)."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    if not ctx.draws:
+        raise Skipped("no word table to draw probe words from")
+    problem = asked.unstated_repeat([(q, answer_of(a)) for q, a in ctx.draws])
+    if problem:
+        return [f"answer_repeated: {problem}; a player can only guess how many times"]
+    ctx.notes["answer_repeated"] = "the answer is not a text repeated an unstated number of times"
+    return []
+
+
 def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:
     """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
     words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
@@ -1188,9 +1204,9 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_answer_determined, check_answer_given, check_answer_asked,
-                  check_answer_unshown, check_answer_fits, check_non_trivial, check_floor_gap,
-                  check_reward_well_formed, check_hint, check_hint_leak,
-                  check_resource_bounds]
+                  check_answer_unshown, check_answer_fits, check_answer_repeated,
+                  check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
+                  check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})
 """Checks whose failure leaves nothing for the later ones to run on."""
 

@@ -5,6 +5,7 @@ import textwrap
 import pytest
 
 from spade_tasks import asked
+from spade_tasks.answers import answer_of
 from spade_tasks.config import ValidationConfig
 from spade_tasks.regret import DUPLICATE_PROGRESS, rejection_progress
 from spade_tasks.validation import env_class_name, probe_draws, read_draws, validate_source
@@ -107,6 +108,9 @@ def _one(question: str, answer) -> list[asked.Draw]:
      lambda w: w + "-".join(w), "a letter"),
     # learn-s40's last weights at the probe: the first letter asked, the word rotated scored
     ("Write the first letter of the word '{}'.", lambda w: w[1:] + w[0], "a letter"),
+    # learn-s41, generation 4: "What letter is left?" scored on the word and a number
+    ("Write the letter '{}' on a given row. What letter is left?", lambda w: w + " 3",
+     "a letter"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
@@ -153,6 +157,38 @@ def test_a_word_picked_by_order_fits_only_among_several():
     assert asked.misfit(_one("Sort the letters of {} alphabetically.", lambda w: w)) is not None
     # fewer than MIN_DRAWS draws never refuse
     assert asked.misfit(_one("How many letters has {}?", max)[:asked.MIN_DRAWS - 1]) is None
+
+
+def _raw(question: str, answer) -> list[tuple[str, str]]:
+    """Draws (question, answer) as ``unstated_repeat`` reads them."""
+    return [(question.format(w), str(answer(w))) for w in WORDS]
+
+
+@pytest.mark.parametrize("question, answer", [
+    # learn-s41, generations 4-5: told what to write, never how many times
+    ("Write the letter '{}' at position {}.".replace("{}", "{0}"), lambda w: w[0] * 2),
+    ("Spell the word '{}' as one word.", lambda w: w[-1] * 26 + "."),
+    ("Write the letter '{}' at its place in the word. Repeat until the end.",
+     lambda w: w[0] * 3),
+])
+def test_an_answer_repeated_an_unstated_number_of_times_is_refused(question, answer):
+    reason = asked.unstated_repeat(_raw(question, answer))
+    assert reason is not None and "no question says" in reason, reason
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Write the letter '{}' 3 times in a row.".replace("{}", "{0[0]}"), lambda w: w[0] * 3),
+    ("Write the word {} twice.", lambda w: w * 2),
+    ("Write {} in capitals and then in lower case.", lambda w: w.upper() + w),
+    # a count that changes with the draw is the task's, not a guess
+    ("Write the first letter of {} as many times as it has letters.",
+     lambda w: w[0] * len(w)),
+    ("How many letters does {} have?", lambda w: len(w) * 11),  # digits are not text
+])
+def test_a_stated_or_drawn_repeat_passes(question, answer):
+    assert asked.unstated_repeat(_raw(question, answer)) is None
+    assert asked.states_count(3, "Write it three times") and not asked.states_count(
+        3, "Write it 13 times")
 
 
 SORTED_QUIZ = textwrap.dedent("""\
@@ -202,5 +238,7 @@ def test_no_committed_quiz_is_refused(sandbox):
             continue
         assert asked.unasked(read) is None, path
         assert asked.misfit(read) is None, path
+        draws = probe_draws(sandbox, source, env_class_name(source))
+        assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         identified += bool(asked.computed(read))
     assert identified >= 12

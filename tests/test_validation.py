@@ -551,3 +551,23 @@ def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
     report = validate_source(counted, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "answer_fits"]
     assert check.status == "pass", check.detail
+
+
+def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sandbox, cfg):
+    """learn-s41, generation 5: "Write the letter 'r' at position r." scored on "rr";
+    the same quiz saying "2 times" passes."""
+    doubled = PADDED_ANSWER.replace(
+        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
+        'str(sum(c in "aeiou" for c in word))', "word[0] * 2").replace(
+        "How many vowels are in the word '{word}'?", "Write the letter at the start of '{word}'.")
+    assert "word[0] * 2" in doubled
+    report = validate_source(doubled, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_repeated: the answer is one text written 2 "
+                                        "times"), report.reasons
+    assert rejection_progress(report.reasons, doubled) == DUPLICATE_PROGRESS
+    stated = doubled.replace("Write the letter at the start of '{word}'.",
+                             "Write the letter at the start of '{word}' 2 times.")
+    report = validate_source(stated, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_repeated"]
+    assert check.status == "pass", check.detail
