@@ -207,9 +207,9 @@ REJECTION_STAGES: tuple[str, ...] = (
     "no_code", "parse", "env_class", "imports", "load", "max_turns", "limits",
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
-    "answer_determined", "answer_given", "answer_asked", "answer_unshown", "answer_fits",
-    "answer_repeated", "non_trivial", "floor_gap", "reward_well_formed", "hint",
-    "resource_bounds",
+    "words_ignored", "answer_determined", "answer_given", "answer_asked", "answer_unshown",
+    "answer_fits", "answer_repeated", "non_trivial", "floor_gap", "reward_well_formed",
+    "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met

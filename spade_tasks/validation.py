@@ -732,6 +732,32 @@ def check_seed_ignored(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_words_ignored(ctx: Ctx) -> list[str]:
+    """A word quiz draws its words from its word tables: with its tables replaced by the
+    probe words (``WORDS_OPTION``), its questions on the first ``PROBE_SEEDS`` seeds are
+    not all the same as with its own tables. The checks that read a quiz's questions
+    against its answers (``answer_given``, ``answer_asked``, the duplicate rule's answer
+    behaviour) vary its data through its tables, as ``seed_ignored`` varies its seed; a
+    quiz that draws from a list written inside ``questions`` shows them none of it, and
+    learn-s41's designer wrote 4 of its 13 accepted designs of generations 4-7 so (3 of
+    them asking one thing and scoring another). A quiz without tables is not judged."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    draws = ctx.draws
+    if not draws:
+        raise Skipped("no word table to draw probe words from")
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 1}) as ep:
+        for seed, (probed, _) in enumerate(draws[:PROBE_SEEDS]):
+            r = ep.reset(seed)
+            if not r.ok or str(r.value[0]) != probed:
+                ctx.notes["words_ignored"] = f"seed {seed} asks otherwise over the probe words"
+                return []
+    n = min(len(draws), PROBE_SEEDS)
+    return [f"words_ignored: with its word tables replaced by other words, the questions "
+            f"on seeds 0-{n - 1} stay the same (seed 0: {_short(draws[0][0])}); draw the "
+            "words from the tables (WORDS), not from a list inside questions()"]
+
+
 ANSWER_SEEDS = 64
 """Resets ``answer_determined`` looks at: enough that a task drawn from a few dozen
 texts ("Which letter comes 3?") shows one twice."""
@@ -1203,7 +1229,8 @@ def check_gymnasium(ctx: Ctx) -> list[str]:
 DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnasium,
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
-                  check_answer_determined, check_answer_given, check_answer_asked,
+                  check_words_ignored, check_answer_determined, check_answer_given,
+                  check_answer_asked,
                   check_answer_unshown, check_answer_fits, check_answer_repeated,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]

@@ -571,3 +571,23 @@ def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sa
     report = validate_source(stated, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "answer_repeated"]
     assert check.status == "pass", check.detail
+
+
+def test_words_ignored_refuses_a_quiz_drawing_from_a_list_of_its_own(sandbox, cfg):
+    """learn-s41, generation 5: a quiz with a WORDS table that draws from a list written
+    inside questions() ("Which letter of X is first?" scored on the second letter): the
+    probe words never reach its questions, so the checks that read them cannot. The same
+    quiz drawing from WORDS passes."""
+    inline = PADDED_ANSWER.replace(
+        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
+        "word = rng.choice(WORDS)", 'word = rng.choice(["table", "chair", "lamp", "shelf"])')
+    assert '"lamp", "shelf"])' in inline
+    report = validate_source(inline, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("words_ignored: with its word tables replaced"), \
+        report.reasons
+    plain = inline.replace('rng.choice(["table", "chair", "lamp", "shelf"])', "rng.choice(WORDS)")
+    report = validate_source(plain, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "words_ignored"]
+    assert check.status == "pass", check.detail
+    assert report.accepted, report.reasons
