@@ -222,8 +222,10 @@ COUNT_ASK = re.compile(r"how many|\bcount (?:the|all|each|every|its)\b|\bthe num
 do not: they say how to read the task)."""
 ORDER_ASK = re.compile(_ALPHA)
 """A question with these words asks for something put in order (or picked by it)."""
-LETTER_ASK = re.compile(r"\b(?:which|what) letter\b|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
-                        r"|\b(?:write|give|name|say|spell)(?: out)? the (?:[a-z]+(?:'s)? ){1,2}letter\b")
+LETTER_ASK = re.compile(r"\b(?:which|what) letter\b"
+                        r"|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
+                        r"|\b(?:write|give|name|say|spell)(?: out)? the (?:[a-z]+(?:'s)? ){1,2}"
+                        r"letter\b")
 """A question with these words asks for a letter ("What is the word's first letter?",
 "Write the first letter of X"; not "Write the word without its first letter", nor
 "Write the letter 'k' 3 times", which gives the letter)."""

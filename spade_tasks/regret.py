@@ -233,8 +233,9 @@ earned more than most honest failures and the designer drifted towards them (lea
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
 UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits",
                             "answer_repeated"})
-"""Rejections of a game that scores something its question does not ask for, or words it
-never shows: no player wins it by doing the task. Like a duplicate they earn
+"""Rejections of a game that scores something its question does not ask for: another
+operation, words it never shows, another kind of answer, a text repeated a number of
+times it never says. No player wins it by doing the task. Like a duplicate they earn
 ``DUPLICATE_PROGRESS``; at their place near the end of the order they would pay a
 designer for rewording a working quiz's question into another one's."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"

@@ -1020,8 +1020,9 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
 
 def check_answer_fits(ctx: Ctx) -> list[str]:
     """A word quiz's answer is of the kind its question asks for. Over ``probe_draws``,
-    a question that asks how many is answered by a number, one that asks for alphabetical
-    order by something in order or picked by it (``asked.misfit``). ``answer_asked``
+    a question that asks how many is answered by a number, one that asks which letter by
+    a letter, one that asks for alphabetical order by something in order or picked by it
+    (``asked.misfit``). ``answer_asked``
     judges only answers an operation of its lexicon computes; learn-s40's designer came
     to score "How many letters does X have?" on a letter and "Spell X with its letters in
     alphabetical order" on X in capitals, answers no operation computes, which every
@@ -1042,7 +1043,8 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
     """A quiz's answer is not one text written a number of times no question states
     (``asked.unstated_repeat``): "Write the letter 'r' at position r." scored on "rr". The
     player is told what to write but not how many times, so it wins only by guessing;
-    every other check accepted such quizzes (learn-s41, generations 4-5: 4 of 9)."""
+    every other check accepted such quizzes (learn-s41: 3 of its 10 accepted designs of
+    generations 4-5)."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
     if not ctx.draws:
@@ -1230,8 +1232,8 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_words_ignored, check_answer_determined, check_answer_given,
-                  check_answer_asked,
-                  check_answer_unshown, check_answer_fits, check_answer_repeated,
+                  check_answer_asked, check_answer_unshown, check_answer_fits,
+                  check_answer_repeated,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})

@@ -102,7 +102,8 @@ def _one(question: str, answer) -> list[asked.Draw]:
     # learn-s40, generations 5 and 7: an order asked for, the word scored as it is
     ("Spell out the word '{}' with its letters ordered alphabetically.",
      lambda w: "-".join(w), "something in alphabetical order"),
-    ("Sort the letters of {} alphabetically.", lambda w: w[-1] + w, "something in alphabetical order"),
+    ("Sort the letters of {} alphabetically.", lambda w: w[-1] + w,
+     "something in alphabetical order"),
     # learn-s40, generation 7: a letter asked for, the word and its letters scored
     ("Which of these has the last letter: {}? What is the word's first letter?",
      lambda w: w + "-".join(w), "a letter"),
