@@ -949,11 +949,7 @@ def check_answer_asked(ctx: Ctx) -> list[str]:
     most of what learn-s22 to learn-s27 accepted was of this kind. A tie rule is read
     apart from the question it breaks ties for. An answer no operation computes, or a
     question that names none, is not judged (``asked``)."""
-    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
-        raise Skipped("not a quiz with an oracle")
-    read = read_draws(ctx.draws)
-    if read is None:
-        raise Skipped("no word table to draw probe words from")
+    read = _quiz_reading(ctx)
     scored = asked.computed(read)
     problem = asked.unasked(read, scored)
     if problem:
@@ -1022,17 +1018,12 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     """A word quiz's answer is of the kind its question asks for. Over ``probe_draws``,
     a question that asks how many is answered by a number, one that asks which letter by
     a letter, one that asks for alphabetical order by something in order or picked by it
-    (``asked.misfit``). ``answer_asked``
-    judges only answers an operation of its lexicon computes; learn-s40's designer came
-    to score "How many letters does X have?" on a letter and "Spell X with its letters in
-    alphabetical order" on X in capitals, answers no operation computes, which every
-    other check accepts and no player reaches by doing the task."""
-    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
-        raise Skipped("not a quiz with an oracle")
-    read = read_draws(ctx.draws)
-    if read is None:
-        raise Skipped("no word table to draw probe words from")
-    problem = asked.misfit(read)
+    (``asked.misfit``). ``answer_asked`` judges only answers an operation of its lexicon
+    computes; learn-s40's designer came to score "How many letters does X have?" on a
+    letter and "Spell X with its letters in alphabetical order" on X in capitals,
+    answers no operation computes, which every other check accepts and no player reaches
+    by doing the task."""
+    problem = asked.misfit(_quiz_reading(ctx))
     if problem:
         return [f"answer_fits: {problem}; a player doing what the question says never wins"]
     ctx.notes["answer_fits"] = "the answer is of the kind the question asks for"
@@ -1054,6 +1045,16 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
         return [f"answer_repeated: {problem}; a player can only guess how many times"]
     ctx.notes["answer_repeated"] = "the answer is not a text repeated an unstated number of times"
     return []
+
+
+def _quiz_reading(ctx: Ctx) -> list[asked.Draw]:
+    """``read_draws`` of a word quiz's probe draws; Skipped where there are none."""
+    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
+        raise Skipped("not a quiz with an oracle")
+    read = read_draws(ctx.draws)
+    if read is None:
+        raise Skipped("no word table to draw probe words from")
+    return read
 
 
 def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:

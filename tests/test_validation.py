@@ -533,13 +533,19 @@ def test_answer_unshown_refuses_an_answer_padded_with_words_no_question_shows(sa
     assert check.status == "pass", check.detail
 
 
+def _unpadded(old: str, new: str) -> str:
+    """``PADDED_ANSWER`` without its padding, with ``old`` replaced by ``new``."""
+    plain = PADDED_ANSWER.replace(
+        '        answer += " for each word. Keep the counts of consonants only."\n', "")
+    assert old in plain
+    return plain.replace(old, new)
+
+
 def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
     """learn-s40, generation 5: "How many letters ...?" scored on the word's largest
     letter. No operation of ``asked``'s lexicon computes the answer, so ``answer_asked``
     passes it, and so does every other check; the count, answered, passes."""
-    letter = PADDED_ANSWER.replace(
-        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
-        'str(sum(c in "aeiou" for c in word))', "max(word)")
+    letter = _unpadded('str(sum(c in "aeiou" for c in word))', "max(word)")
     assert "max(word)" in letter
     report = validate_source(letter, sandbox, cfg)
     assert not report.accepted
@@ -556,9 +562,7 @@ def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
 def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sandbox, cfg):
     """learn-s41, generation 5: "Write the letter 'r' at position r." scored on "rr";
     the same quiz saying "2 times" passes."""
-    doubled = PADDED_ANSWER.replace(
-        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
-        'str(sum(c in "aeiou" for c in word))', "word[0] * 2").replace(
+    doubled = _unpadded('str(sum(c in "aeiou" for c in word))', "word[0] * 2").replace(
         "How many vowels are in the word '{word}'?", "Write the letter at the start of '{word}'.")
     assert "word[0] * 2" in doubled
     report = validate_source(doubled, sandbox, cfg)
@@ -578,9 +582,8 @@ def test_words_ignored_refuses_a_quiz_drawing_from_a_list_of_its_own(sandbox, cf
     inside questions() ("Which letter of X is first?" scored on the second letter): the
     probe words never reach its questions, so the checks that read them cannot. The same
     quiz drawing from WORDS passes."""
-    inline = PADDED_ANSWER.replace(
-        '        answer += " for each word. Keep the counts of consonants only."\n', "").replace(
-        "word = rng.choice(WORDS)", 'word = rng.choice(["table", "chair", "lamp", "shelf"])')
+    inline = _unpadded("word = rng.choice(WORDS)",
+                       'word = rng.choice(["table", "chair", "lamp", "shelf"])')
     assert '"lamp", "shelf"])' in inline
     report = validate_source(inline, sandbox, cfg)
     assert not report.accepted
