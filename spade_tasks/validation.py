@@ -741,11 +741,7 @@ def check_words_ignored(ctx: Ctx) -> list[str]:
     quiz that draws from a list written inside ``questions`` shows them none of it, and
     learn-s41's designer wrote 4 of its 13 accepted designs of generations 4-7 so (3 of
     them asking one thing and scoring another). A quiz without tables is not judged."""
-    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
-        raise Skipped("not a quiz with an oracle")
-    draws = ctx.draws
-    if not draws:
-        raise Skipped("no word table to draw probe words from")
+    draws = _quiz_draws(ctx)
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 1}) as ep:
         for seed, (probed, _) in enumerate(draws[:PROBE_SEEDS]):
             r = ep.reset(seed)
@@ -987,11 +983,7 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     sentence glued to the answer with its spaces removed, or a run of the alphabet, is
     found too (two more of the 18). Words that differ between draws (a word reversed,
     a letter, a count) are the task's and are never judged."""
-    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
-        raise Skipped("not a quiz with an oracle")
-    draws = ctx.draws
-    if not draws:
-        raise Skipped("no word table to draw probe words from")
+    draws = _quiz_draws(ctx)
     unshown: set[str] | None = None
     first = _letters(answer_of(draws[0][1]))
     runs = {first[i:i + UNSHOWN_RUN] for i in range(len(first) - UNSHOWN_RUN + 1)}
@@ -1036,25 +1028,27 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
     player is told what to write but not how many times, so it wins only by guessing;
     every other check accepted such quizzes (learn-s41: 3 of its 10 accepted designs of
     generations 4-5)."""
-    if not _is_quiz(ctx) or not ctx.meta.has_oracle:
-        raise Skipped("not a quiz with an oracle")
-    if not ctx.draws:
-        raise Skipped("no word table to draw probe words from")
-    problem = asked.unstated_repeat([(q, answer_of(a)) for q, a in ctx.draws])
+    problem = asked.unstated_repeat([(q, answer_of(a)) for q, a in _quiz_draws(ctx)])
     if problem:
         return [f"answer_repeated: {problem}; a player can only guess how many times"]
     ctx.notes["answer_repeated"] = "the answer is not a text repeated an unstated number of times"
     return []
 
 
-def _quiz_reading(ctx: Ctx) -> list[asked.Draw]:
-    """``read_draws`` of a word quiz's probe draws; Skipped where there are none."""
+def _quiz_draws(ctx: Ctx) -> list[tuple[str, str]]:
+    """A word quiz's probe draws (``Ctx.draws``); Skipped for a program that is not a quiz
+    with an oracle or has no word table to draw from (``probe_draws`` never gives an
+    empty list: fewer than ``PROBE_SEEDS`` draws is None)."""
     if not _is_quiz(ctx) or not ctx.meta.has_oracle:
         raise Skipped("not a quiz with an oracle")
-    read = read_draws(ctx.draws)
-    if read is None:
+    if not ctx.draws:
         raise Skipped("no word table to draw probe words from")
-    return read
+    return ctx.draws
+
+
+def _quiz_reading(ctx: Ctx) -> list[asked.Draw]:
+    """``read_draws`` of a word quiz's probe draws; Skipped where there are none."""
+    return read_draws(_quiz_draws(ctx))
 
 
 def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:
