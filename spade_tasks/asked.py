@@ -229,9 +229,9 @@ LETTER_ASK = re.compile(r"\b(?:which|what) letter\b"
 """A question with these words asks for a letter ("What is the word's first letter?",
 "Write the first letter of X"; not "Write the word without its first letter", nor
 "Write the letter 'k' 3 times", which gives the letter)."""
-NUMBER = re.compile(r"\d|\b(?:zero|none|one|two|three|four|five|six|seven|eight|nine|ten"
-                    r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
-                    r"|eighteen|nineteen|twenty)\b")
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                 "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+NUMBER = re.compile(r"\d|\b(?:none|" + "|".join(_NUMBER_WORDS) + r")\b")
 
 
 def _in_order(seq: Sequence[str]) -> bool:
@@ -297,8 +297,6 @@ def misfit(draws: Sequence[Draw]) -> str | None:
     return f"the question asks for {kind} ({question!r}) but the answer is not one ({answer!r})"
 
 
-_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                 "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
 _TIMES_WORDS = {2: ("twice", "double", "pair", "again"), 3: ("thrice", "triple")}
 
 
