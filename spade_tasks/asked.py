@@ -342,3 +342,104 @@ def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
     question, answer = example
     return (f"the answer is one text written {k} times on every draw ({question!r} -> "
             f"{answer!r}) and no question says {k}")
+
+
+# A count no operation of the lexicon computes is judged by neither rule above: learn-s41's
+# designer asked "How many places is letter 'x' in word X?" and scored the word's length
+# less one, and "Count all vowels: ..." scored each word's different letters less one.
+# A number answers the question's kind, so ``misfit`` passes it too.
+QUOTED_LETTER = re.compile(r"['\"‘’“”]([a-z])['\"‘’“”]|\bletter ([a-z])\b")
+
+
+COUNT_MISS_SHARE = 0.25
+"""The share of judged draws a quiz's counts may miss before it is refused: every
+committed count quiz misses none, learn-s41's two unfair ones 28 and 64 of 64."""
+
+
+def _quoted_letters(question: str) -> set[str]:
+    return {a or b for a, b in QUOTED_LETTER.findall(question.lower())}
+
+
+def word_counts(word: str, letters: set[str]) -> set[int]:
+    """The counts a question can ask of one word: its letters, vowels, consonants and
+    different letters; for each letter the question names, how often it occurs, where
+    it first and last stands, and its place in the alphabet."""
+    counts = {len(word), _vowels(word), len(word) - _vowels(word), len(set(word))}
+    for c in letters:
+        counts |= {word.count(c), ord(c) - ord("a") + 1}
+        if c in word:
+            counts |= {word.index(c) + 1, word.rindex(c) + 1}
+    return counts
+
+
+def list_counts(words: Words, letters: set[str], numbers: set[int]) -> set[int]:
+    """The counts a question can ask of several words: how many there are, their totals,
+    the difference of two lengths, the letters two share or all use, how many are
+    longer, shorter or as long as a number the question gives, and how many have a
+    letter it names."""
+    counts = {len(words), len(set("".join(words)))}
+    for f in (len, _vowels, lambda w: len(w) - _vowels(w), *(
+            (lambda w, c=c: w.count(c)) for c in letters)):
+        counts.add(sum(map(f, words)))
+    for i, a in enumerate(words):
+        for b in words[i + 1:]:
+            counts |= {abs(len(a) - len(b)), len(set(a) & set(b))}
+    for n in numbers:
+        counts |= {sum(len(w) > n for w in words), sum(len(w) < n for w in words),
+                   sum(len(w) >= n for w in words), sum(len(w) <= n for w in words),
+                   sum(len(w) == n for w in words)}
+    counts |= {sum(c in w for w in words) for c in letters}
+    return counts
+
+
+def _stated(counts: set[int], numbers: set[int]) -> set[int]:
+    """``counts`` and each of them changed by a number the question gives ("How many
+    letters are left once 2 are taken from X?")."""
+    return counts | {c + s * n for c in counts for n in numbers for s in (1, -1)}
+
+
+def count_misses(draws: Sequence[Draw]) -> tuple[int, int, tuple[str, str] | None]:
+    """Over the draws whose question asks how many (``COUNT_ASK``), shows probe words and
+    is answered by whole numbers only: how many there are, how many are answered by no
+    count of ``word_counts`` or ``list_counts``, and the first such (question, answer).
+
+    An answer of one number per shown word must be one of ``word_counts`` of its word;
+    any other, one of the counts of any shown word or of the list; either may differ by
+    a number the question gives."""
+    judged, missed, example = 0, 0, None
+    for question, words, items in draws:
+        if not words or not all(i.isdigit() for i in items):
+            continue
+        if not COUNT_ASK.search(without_tie_clauses(question_words(question, words))):
+            continue
+        letters = _quoted_letters(question)
+        numbers = {int(n) for n in re.findall(r"\d+", question)}
+        answer = [int(i) for i in items]
+        per_word = [_stated(word_counts(w, letters), numbers) for w in words]
+        any_count = set().union(*per_word) | _stated(list_counts(words, letters, numbers),
+                                                     numbers)
+        if len(words) >= 2 and len(answer) == len(words):
+            ok = all(a in c for a, c in zip(answer, per_word))
+        else:
+            ok = all(a in any_count for a in answer)
+        judged += 1
+        if not ok:
+            missed += 1
+            example = example or (question.strip()[:80], ", ".join(items)[:40])
+    return judged, missed, example
+
+
+def uncounted(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz's answers to its how-many questions are no count of the words it
+    shows, or None (``count_misses``). The families of counts are wide, so a draw of an
+    unfair quiz often matches one by chance (learn-s41's length less one was the place of
+    the letter it named, or a vowel count, on 36 of 64 draws); the quiz is refused when
+    at least ``COUNT_MISS_SHARE`` of at least ``MIN_DRAWS`` judged draws match none. A
+    fair count of these families never misses; one outside them ("How many letters of X
+    come before 'm'?") is refused, the price of the rule."""
+    judged, missed, example = count_misses(draws)
+    if judged < MIN_DRAWS or missed < COUNT_MISS_SHARE * judged:
+        return None
+    question, answer = example
+    return (f"on {missed} of {judged} draws the answer to a how-many question is no count "
+            f"of the words it shows ({question!r} -> {answer!r})")

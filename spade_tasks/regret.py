@@ -208,8 +208,8 @@ REJECTION_STAGES: tuple[str, ...] = (
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "words_ignored", "answer_determined", "answer_given", "answer_asked", "answer_unshown",
-    "answer_fits", "answer_repeated", "non_trivial", "floor_gap", "reward_well_formed",
-    "hint", "resource_bounds",
+    "answer_fits", "answer_repeated", "answer_counts", "non_trivial", "floor_gap",
+    "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
@@ -232,10 +232,10 @@ earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where th
 earned more than most honest failures and the designer drifted towards them (learn-s21:
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
 UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits",
-                            "answer_repeated"})
+                            "answer_repeated", "answer_counts"})
 """Rejections of a game that scores something its question does not ask for: another
 operation, words it never shows, another kind of answer, a text repeated a number of
-times it never says. No player wins it by doing the task. Like a duplicate they earn
+times it never says, a number that counts nothing shown. No player wins it by doing the task. Like a duplicate they earn
 ``DUPLICATE_PROGRESS``; at their place near the end of the order they would pay a
 designer for rewording a working quiz's question into another one's."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"

@@ -1035,6 +1035,21 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
     return []
 
 
+def check_answer_counts(ctx: Ctx) -> list[str]:
+    """A word quiz's answer to "how many" is a count of the words its question shows
+    (``asked.uncounted``): their letters, vowels, different letters, a named letter's
+    occurrences or place, how many words there are, and the like, or one of those
+    changed by a number the question gives. ``answer_fits`` takes any number for a
+    count; learn-s41's designer scored "How many places is letter 'x' in word X?" on the
+    word's length less one and "Count all vowels: ..." on each word's different letters
+    less one, which every other check accepted."""
+    problem = asked.uncounted(_quiz_reading(ctx))
+    if problem:
+        return [f"answer_counts: {problem}; a player counting what it asks never wins"]
+    ctx.notes["answer_counts"] = "each how-many answer is a count of the words shown"
+    return []
+
+
 def _quiz_draws(ctx: Ctx) -> list[tuple[str, str]]:
     """A word quiz's probe draws (``Ctx.draws``); Skipped for a program that is not a quiz
     with an oracle or has no word table to draw from (``probe_draws`` never gives an
@@ -1228,7 +1243,7 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_words_ignored, check_answer_determined, check_answer_given,
                   check_answer_asked, check_answer_unshown, check_answer_fits,
-                  check_answer_repeated,
+                  check_answer_repeated, check_answer_counts,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})

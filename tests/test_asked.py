@@ -192,6 +192,37 @@ def test_a_stated_or_drawn_repeat_passes(question, answer):
         3, "Write it 13 times")
 
 
+@pytest.mark.parametrize("draws", [
+    # learn-s41, generations 4 and 6: a count of something else than the question says
+    _one("How many places is letter 'e' in word '{}'?", lambda w: len(w) - 1),
+    _draws("Count all vowels: {}.", lambda ws: [len(set(w)) - 1 for w in ws]),
+    _draws("How many letters does each word have: {}?", lambda ws: [len(w) + 1 for w in ws]),
+])
+def test_a_count_of_nothing_shown_is_refused(draws):
+    reason = asked.uncounted(draws)
+    assert reason is not None and "is no count of the words it shows" in reason, reason
+    # fewer than MIN_DRAWS judged draws never refuse
+    assert asked.uncounted(draws[:asked.MIN_DRAWS - 1]) is None
+
+
+@pytest.mark.parametrize("draws", [
+    _one("How many letters has {}?", len),
+    _one("How many times does 'e' occur in {}?", lambda w: w.count("e")),
+    _one("How many letters are left once 2 are taken from {}?", lambda w: len(w) - 2),
+    _draws("Count the vowels of each word: {}.",
+           lambda ws: [sum(c in "aeiou" for c in w) for w in ws]),
+    _draws("How many of these have more than 5 letters: {}?",
+           lambda ws: [sum(len(w) > 5 for w in ws)]),
+    _draws("How many letters do these words have in all: {}?",
+           lambda ws: [sum(map(len, ws))]),
+    _draws("Write these words backwards: {}.", lambda ws: [w[::-1] for w in ws]),  # no count
+])
+def test_a_count_of_the_words_shown_passes(draws):
+    judged, missed, _ = asked.count_misses(draws)
+    assert missed == 0
+    assert asked.uncounted(draws) is None
+
+
 SORTED_QUIZ = textwrap.dedent("""\
     from spade_env import QuizEnv
 
@@ -241,5 +272,6 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.misfit(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
+        assert asked.count_misses(read)[1] == 0, path
         identified += bool(asked.computed(read))
     assert identified >= 12

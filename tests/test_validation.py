@@ -559,6 +559,24 @@ def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
     assert check.status == "pass", check.detail
 
 
+def test_answer_counts_refuses_a_count_of_nothing_the_question_shows(sandbox, cfg):
+    """learn-s41, generation 4: "How many places is letter 'x' in word X?" scored on the
+    word's length less one. The answer is a number, as asked, and no operation of the
+    lexicon computes it, so every other check accepts it; the same count with the one
+    it takes away said in the question passes."""
+    less = _unpadded('str(sum(c in "aeiou" for c in word))', "str(len(word) - 1)")
+    report = validate_source(less, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_counts: on "), report.reasons
+    assert "is no count of the words it shows" in report.reasons[0]
+    assert rejection_progress(report.reasons, less) == DUPLICATE_PROGRESS
+    stated = less.replace("How many vowels are in the word '{word}'?",
+                          "How many letters are left once 1 is taken from '{word}'?")
+    report = validate_source(stated, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_counts"]
+    assert check.status == "pass", check.detail
+
+
 def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sandbox, cfg):
     """learn-s41, generation 5: "Write the letter 'r' at position r." scored on "rr";
     the same quiz saying "2 times" passes."""
