@@ -225,10 +225,11 @@ ORDER_ASK = re.compile(_ALPHA)
 LETTER_ASK = re.compile(r"\b(?:which|what) letter\b"
                         r"|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
                         r"|\b(?:write|give|name|say|spell)(?: out)? the (?:[a-z]+(?:'s)? ){1,2}"
-                        r"letter\b")
+                        r"letter\b"
+                        r"|\bletter (?:at|in) (?:which |what |the )?(?:place|position|spot)\b")
 """A question with these words asks for a letter ("What is the word's first letter?",
-"Write the first letter of X"; not "Write the word without its first letter", nor
-"Write the letter 'k' 3 times", which gives the letter)."""
+"Write the first letter of X", "the letter at place 3"; not "Write the word without
+its first letter", nor "Write the letter 'k' 3 times", which gives the letter)."""
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
                  "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
 NUMBER = re.compile(r"\d|\b(?:none|" + "|".join(_NUMBER_WORDS) + r")\b")
@@ -255,10 +256,14 @@ def fits_order(answer: str, words: Words) -> bool:
 
 
 def fits_letter(answer: str, words: Words) -> bool:
-    """A letter: no more letters than the words shown (one from each), or a number alone
-    (a letter's place: "What is the letter's place in the alphabet?")."""
-    return (answer.strip().isdigit()
-            or 0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words)))
+    """A letter: no more letters than the words shown (one from each) and not one of
+    those words, or a number alone (a letter's place: "What is the letter's place in the
+    alphabet?"). learn-s41's designer showed ten words and scored "Write the letter at
+    place 3" on the third word, which is no longer than the ten letters one from each
+    word would be."""
+    answer = answer.strip()
+    return answer.isdigit() or (0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words))
+                                and (len(answer) == 1 or answer not in words))
 
 
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
@@ -316,30 +321,42 @@ def period(text: str) -> tuple[str, int] | None:
     return None
 
 
+SAYS_REPEAT = re.compile(r"times|as many|repeat|\beach\b|\bevery|\bonce\b|\bper\b|twice"
+                         r"|double|triple|again")
+"""Words that tell a player to write something more than once; where the number of
+times changes with the draw, one of them must be in a question."""
+
+
 def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
     """Why the quiz's answer is text written a number of times no question states, or
     None. Over the draws (question, answer), letters and digits of each answer only: on
-    every draw the answer is one unit with a letter in it (a letter, a word) written the
-    same ``k >= 2`` times, and no question says ``k``. learn-s41's designer wrote "Write
+    every draw the answer is one unit with a letter in it (a letter, a word) written
+    ``k >= 2`` times, and no question says ``k``. learn-s41's designer wrote "Write
     the letter 'r' at position r." scored on "rr", and "Spell the word 'x' as one word."
     on 'x' written 26 times: the player is told what to write but never how many times.
     "Write the letter 'k' 3 times" and "Write X twice" say it and pass; a count that
-    changes with the draw (as many times as the word has letters) is never judged."""
+    changes with the draw passes where a question says to repeat ("as many times as the
+    word has letters", "for each letter"), and is refused where none does (learn-s41:
+    "Write the letter 'X' in the place of 'x, y, z'" scored on X written one time fewer
+    than it has letters)."""
     counts, example = set(), None
     for question, answer in draws:
         found = period(re.sub(r"[\W_]", "", answer))
         if found is None or not any(c.isalpha() for c in found[0]):
             return None
         counts.add(found[1])
-        if len(counts) > 1:
-            return None
         example = example or (question.strip()[:80], answer[:40])
     if len(draws) < MIN_DRAWS:
         return None
+    question, answer = example
+    if len(counts) > 1:
+        if any(SAYS_REPEAT.search(q.lower()) for q, _ in draws):
+            return None
+        return (f"the answer is one text written {min(counts)} to {max(counts)} times "
+                f"({question!r} -> {answer!r}) and no question says to repeat anything")
     (k,) = counts
     if any(states_count(k, q) for q, _ in draws):
         return None
-    question, answer = example
     return (f"the answer is one text written {k} times on every draw ({question!r} -> "
             f"{answer!r}) and no question says {k}")
 

@@ -122,6 +122,18 @@ def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     assert reason is not None and f"asks for {kind}" in reason, reason
 
 
+def test_a_shown_word_is_not_a_letter():
+    """learn-s41, generation 7: "Write the letter at place 2 in the words [...]" scored on
+    the second word; a word is no longer than one letter from each word shown, but it is
+    not a letter. The first letters of each word still answer a letter question."""
+    draws = _draws("Write the letter at place 2 in the words {}.", lambda ws: [ws[1]])
+    assert asked.computed(draws) == []
+    reason = asked.misfit(draws)
+    assert reason is not None and "asks for a letter" in reason, reason
+    firsts = _draws("Write the first letter of each of {}.", lambda ws: [w[0] for w in ws])
+    assert asked.misfit(firsts) is None
+
+
 @pytest.mark.parametrize("question, answer", [
     ("How many times does the letter 'e' appear in '{}'?", lambda w: w.count("e")),
     ("How many vowels are in {}? Say it as 'N vowels'.",
@@ -171,6 +183,8 @@ def _raw(question: str, answer) -> list[tuple[str, str]]:
     ("Spell the word '{}' as one word.", lambda w: w[-1] * 26 + "."),
     ("Write the letter '{}' at its place in the word. Repeat until the end.",
      lambda w: w[0] * 3),
+    # learn-s41, generation 5: a number of times that changes with the draw, never said
+    ("Write the letter '{}' in the place of its letters.", lambda w: w * (len(w) - 1)),
 ])
 def test_an_answer_repeated_an_unstated_number_of_times_is_refused(question, answer):
     reason = asked.unstated_repeat(_raw(question, answer))
