@@ -541,22 +541,27 @@ def _unpadded(old: str, new: str) -> str:
     return plain.replace(old, new)
 
 
+def _refused_and_fair(sandbox, cfg, check: str, unfair: str, prefix: str, fair: str):
+    """``unfair`` is refused by ``check`` first, with a reason starting ``prefix`` and a
+    duplicate's reward; ``fair``, its twin that asks what it scores, passes ``check``."""
+    report = validate_source(unfair, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith(f"{check}: {prefix}"), report.reasons
+    assert rejection_progress(report.reasons, unfair) == DUPLICATE_PROGRESS
+    report = validate_source(fair, sandbox, cfg, run_all=True)
+    (found,) = [c for c in report.checks if c.name == check]
+    assert found.status == "pass", found.detail
+
+
 def test_answer_fits_refuses_a_count_scored_on_a_letter(sandbox, cfg):
     """learn-s40, generation 5: "How many letters ...?" scored on the word's largest
     letter. No operation of ``asked``'s lexicon computes the answer, so ``answer_asked``
     passes it, and so does every other check; the count, answered, passes."""
     letter = _unpadded('str(sum(c in "aeiou" for c in word))', "max(word)")
-    assert "max(word)" in letter
-    report = validate_source(letter, sandbox, cfg)
-    assert not report.accepted
-    assert report.reasons[0].startswith("answer_fits: the question asks for a number"), \
-        report.reasons
-    assert rejection_progress(report.reasons, letter) == DUPLICATE_PROGRESS
     counted = letter.replace("max(word)", "str(len(word))").replace("How many vowels",
                                                                      "How many letters")
-    report = validate_source(counted, sandbox, cfg, run_all=True)
-    (check,) = [c for c in report.checks if c.name == "answer_fits"]
-    assert check.status == "pass", check.detail
+    _refused_and_fair(sandbox, cfg, "answer_fits", letter,
+                      "the question asks for a number", counted)
 
 
 def test_answer_counts_refuses_a_count_of_nothing_the_question_shows(sandbox, cfg):
@@ -565,16 +570,9 @@ def test_answer_counts_refuses_a_count_of_nothing_the_question_shows(sandbox, cf
     lexicon computes it, so every other check accepts it; the same count with the one
     it takes away said in the question passes."""
     less = _unpadded('str(sum(c in "aeiou" for c in word))', "str(len(word) - 1)")
-    report = validate_source(less, sandbox, cfg)
-    assert not report.accepted
-    assert report.reasons[0].startswith("answer_counts: on "), report.reasons
-    assert "is no count of the words it shows" in report.reasons[0]
-    assert rejection_progress(report.reasons, less) == DUPLICATE_PROGRESS
     stated = less.replace("How many vowels are in the word '{word}'?",
                           "How many letters are left once 1 is taken from '{word}'?")
-    report = validate_source(stated, sandbox, cfg, run_all=True)
-    (check,) = [c for c in report.checks if c.name == "answer_counts"]
-    assert check.status == "pass", check.detail
+    _refused_and_fair(sandbox, cfg, "answer_counts", less, "on ", stated)
 
 
 def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sandbox, cfg):
@@ -582,17 +580,10 @@ def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sa
     the same quiz saying "2 times" passes."""
     doubled = _unpadded('str(sum(c in "aeiou" for c in word))', "word[0] * 2").replace(
         "How many vowels are in the word '{word}'?", "Write the letter at the start of '{word}'.")
-    assert "word[0] * 2" in doubled
-    report = validate_source(doubled, sandbox, cfg)
-    assert not report.accepted
-    assert report.reasons[0].startswith("answer_repeated: the answer is one text written 2 "
-                                        "times"), report.reasons
-    assert rejection_progress(report.reasons, doubled) == DUPLICATE_PROGRESS
     stated = doubled.replace("Write the letter at the start of '{word}'.",
                              "Write the letter at the start of '{word}' 2 times.")
-    report = validate_source(stated, sandbox, cfg, run_all=True)
-    (check,) = [c for c in report.checks if c.name == "answer_repeated"]
-    assert check.status == "pass", check.detail
+    _refused_and_fair(sandbox, cfg, "answer_repeated", doubled,
+                      "the answer is one text written 2 times", stated)
 
 
 def test_words_ignored_refuses_a_quiz_drawing_from_a_list_of_its_own(sandbox, cfg):
