@@ -28,7 +28,7 @@ import platform
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -887,19 +887,18 @@ def _words(text: str) -> list[str]:
 
 def check_answer_given(ctx: Ctx) -> list[str]:
     """Where the first observation must decide the first answer (as for
-    ``answer_determined``), the answer is not always the same words of the question.
-    Over ``ANSWER_SEEDS`` resets, if one place in the question's words (the k-th, or the
-    k-th from the end) starts the oracle's answer, word for word, on every seed, a player
-    that copies the words from there wins every game without doing the task.
-    ``floor_gap``'s quoted player finds such an answer only in quotes: learn-s12
-    accepted "Which of these words is X in the list?" (answer X) and "First word: X.
-    Which one follows?"; learn-s19 accepted "First a, b, c words: ..." scored on the
-    list a, b, c as shown, an answer of several words. A game whose answer moves (a word
-    picked from a shuffled list) passes: over 64 seeds no place holds it every time."""
+    ``answer_determined``), the answer is not always copied from the same places of the
+    question (``copied_from``). Over ``ANSWER_SEEDS`` resets, if one place in the
+    question's words (the k-th, or the k-th from the end) starts the oracle's answer,
+    word for word, on every seed, a player that copies the words from there wins every
+    game without doing the task. ``floor_gap``'s quoted player finds such an answer only
+    in quotes: learn-s12 accepted "Which of these words is X in the list?" (answer X)
+    and "First word: X. Which one follows?"; learn-s19 accepted "First a, b, c words:
+    ..." scored on the list a, b, c as shown, an answer of several words. A game whose
+    answer moves (a word picked from a shuffled list) passes: over 64 seeds no place
+    holds it every time."""
     _first_task_decides(ctx)
-    places: set[int] | None = None
-    example = ""
-    width = 1  # the most words an answer had
+    seen: list[tuple[list[str], str, str]] = []
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
         if not ep.load_result.ok:
             return [f"load: {ep.load_result.error}"]
@@ -909,29 +908,82 @@ def check_answer_given(ctx: Ctx) -> list[str]:
             if not o.ok:
                 return [_fault("answer_given", Played(seed, error=o.error),
                                f"{'reset' if not r.ok else 'oracle'} on seed {seed}")]
-            answer, words = answer_of(str(o.value)).lower(), _words(str(r.value[0]))
-            span = _words(answer)
-            if not span:
-                places = set()  # no words (punctuation only): nothing to copy
-                break
-            n = len(span)
-            here = {i for i in range(len(words) - n + 1) if words[i:i + n] == span}
-            here |= {i - len(words) for i in here}  # the same places counted from the end
-            places = here if places is None else places & here
-            width = max(width, n)
-            example = example or f"{_short(str(r.value[0]))} -> {answer!r}"
-            if not places:
-                break
-    if places:
-        k = min(places, key=abs)
-        where = f"word {k + 1}" if k >= 0 else f"word {-k} from the end"
-        told, copied = ((f"the words from {where} of the task text on, as shown", "them")
-                        if width > 1 else (f"{where} of the task text", "that word"))
+            text = str(r.value[0])
+            seen.append((_words(text), answer_of(str(o.value)).lower(), text))
+    found = copied_from([(words, answer) for words, answer, _ in seen])
+    if found:
+        told, copied = found
+        words, answer, text = seen[0]
         return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
-                f"{told} (seed 0: {example}); a player that copies {copied} wins without "
-                "doing the task"]
+                f"{told} (seed 0: {_short(text)} -> {answer!r}); a player that copies "
+                f"{copied} wins without doing the task"]
     ctx.notes["answer_given"] = "no place in the task text holds the answer on every seed"
     return []
+
+
+def _place(k: int) -> str:
+    return f"word {k + 1}" if k >= 0 else f"word {-k} from the end"
+
+
+def _fixed(found: Iterable[set]) -> set:
+    """What every seed's set of places has in common (empty if any seed has none)."""
+    common = None
+    for places in found:
+        common = set(places) if common is None else common & places
+        if not common:
+            return set()
+    return common or set()
+
+
+def _both_ends(i: int, n: int) -> set[int]:
+    """A place counted from the start and from the end of ``n`` words."""
+    return {i, i - n}
+
+
+def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
+    """How each seed's answer is copied from the same places of its task text's words,
+    as (what the answer is, what a player copies), or None. Two forms, each over every
+    seed, each place counted from the start or from the end:
+
+    - the answer's words in a row, from one place on (learn-s12, learn-s19);
+    - the answer's words, in the order shown, each from its own place (learn-s42: "Find
+      the letter of the 'x' that is a letter of 'y'" scored on "x y"); a list written in
+      another order (reversed, sorted) is a task and passes.
+
+    Shown words written together ("Join these words with hyphens") are a task of
+    writing, not a copy, and pass."""
+    if not seen or any(not _words(answer) for _, answer in seen):
+        return None  # an answer of punctuation only copies nothing
+    spans = [_words(answer) for _, answer in seen]
+    width = max(map(len, spans))
+    starts = _fixed(
+        {p for i in range(len(words) - len(span) + 1) if words[i:i + len(span)] == span
+         for p in _both_ends(i, len(words))}
+        for (words, _), span in zip(seen, spans))
+    if starts:
+        where = _place(min(starts, key=abs))
+        return ((f"the words from {where} of the task text on, as shown", "them")
+                if width > 1 else (f"{where} of the task text", "that word"))
+    if width > 1 and all(len(span) == width for span in spans):
+        each = [_fixed({p for i, w in enumerate(words) if w == span[t]
+                        for p in _both_ends(i, len(words))}
+                       for (words, _), span in zip(seen, spans)) for t in range(width)]
+        if all(each) and _in_order(each, len(seen[0][0])):
+            places = ", ".join(_place(min(p, key=abs)) for p in each)
+            return f"the task text's {places}, in the order shown", "those words"
+    return None
+
+
+def _in_order(each: list[set[int]], n: int) -> bool:
+    """Whether some choice of one place from each set, on a text of ``n`` words, runs
+    from start to end (a copy in the order shown)."""
+    last = -1
+    for places in each:
+        ahead = sorted(p % n for p in places if p % n > last)
+        if not ahead:
+            return False
+        last = ahead[0]
+    return True
 
 
 def check_answer_asked(ctx: Ctx) -> list[str]:

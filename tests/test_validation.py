@@ -464,6 +464,41 @@ def test_answer_given_finds_an_answer_of_several_words_copied_as_shown(sandbox, 
     assert check.status == "pass", check.detail
 
 
+TWO_LETTERS = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class LetterLetterEnv(QuizEnv):
+        \"\"\"A letter of a word and a letter of another.\"\"\"
+
+        def questions(self, rng):
+            a, b = rng.sample(WORDS, 2)
+            x, y = rng.choice(a), rng.choice(b)
+            question = f"Find the letter '{x}' of '{a}' that is a letter of '{y}'. What is it?"
+            return [(question, f"{x} {y}")]
+
+        def hint(self):
+            return "Read the letters."
+""")
+
+
+def test_answer_given_finds_an_answer_copied_word_by_word_from_places_apart(sandbox, cfg):
+    """learn-s42, generation 4: "Find the letter of the 'x' that is a letter of 'y'"
+    scored on "x y", two words each copied from its own place. The same two asked in
+    the other order are a task (of a kind) and pass."""
+    report = validate_source(TWO_LETTERS, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_given:"), report.reasons
+    assert "the task text's word 4, word 7 from the end, in the order shown" in \
+        report.reasons[0], report.reasons
+    swapped = TWO_LETTERS.replace('f"{x} {y}"', 'f"{y} {x}"')
+    report = validate_source(swapped, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_given"]
+    assert check.status == "pass", check.detail
+
+
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
     report = validate_source(QUIZ, sandbox, cfg)
     assert report.accepted, report.reasons
