@@ -235,9 +235,10 @@ UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits",
                             "answer_repeated", "answer_counts"})
 """Rejections of a game that scores something its question does not ask for: another
 operation, words it never shows, another kind of answer, a text repeated a number of
-times it never says, a number that counts nothing shown. No player wins it by doing the task. Like a duplicate they earn
-``DUPLICATE_PROGRESS``; at their place near the end of the order they would pay a
-designer for rewording a working quiz's question into another one's."""
+times it never says, a number that counts nothing shown. No player wins it by doing the
+task. Like a duplicate they earn ``DUPLICATE_PROGRESS``; at their place near the end of
+the order they would pay a designer for rewording a working quiz's question into
+another one's."""
 FLAGGED_REASON = "reward_overflow: paid past 1.0 in the rollout"
 """The reason a design whose environment the rollout flagged is scored under."""
 _FIRST_DYNAMIC = REJECTION_STAGES.index("load")

@@ -913,7 +913,7 @@ def check_answer_given(ctx: Ctx) -> list[str]:
     found = copied_from([(words, answer) for words, answer, _ in seen])
     if found:
         told, copied = found
-        words, answer, text = seen[0]
+        _, answer, text = seen[0]
         return [f"answer_given: on all {ANSWER_SEEDS} seeds looked at, the answer is "
                 f"{told} (seed 0: {_short(text)} -> {answer!r}); a player that copies "
                 f"{copied} wins without doing the task"]
