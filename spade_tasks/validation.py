@@ -952,9 +952,9 @@ def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
 
     Shown words written together ("Join these words with hyphens") are a task of
     writing, not a copy, and pass."""
-    if not seen or any(not _words(answer) for _, answer in seen):
-        return None  # an answer of punctuation only copies nothing
     spans = [_words(answer) for _, answer in seen]
+    if not spans or not all(spans):
+        return None  # an answer of punctuation only copies nothing
     width = max(map(len, spans))
     starts = _fixed(
         {p for i in range(len(words) - len(span) + 1) if words[i:i + len(span)] == span
