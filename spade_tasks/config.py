@@ -66,6 +66,9 @@ class ModelConfig(_Section):
     """Sampling temperature; 0 is greedy."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     """Nucleus sampling mass."""
+    min_p: float = Field(0.0, ge=0.0, lt=1.0)
+    """Min-p sampling: tokens less likely than ``min_p`` times the most likely one are
+    dropped (after temperature). 0.0 is off."""
     max_batch: int = Field(16, ge=1, le=4096)
     """Most sequences decoded together in one generate call."""
     prefix_cache_mb: int = Field(1024, ge=0, le=1_000_000)
@@ -185,6 +188,10 @@ class DesignerConfig(_Section):
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     """Nucleus mass of designs; None uses ``model.top_p``. Below 1 it drops the tail
     tokens whose rare draws break a small model's Python (a stray bracket or quote)."""
+    min_p: float | None = Field(None, ge=0.0, lt=1.0)
+    """Min-p of designs; None uses ``model.min_p``. Unlike top-p it cuts by the step's
+    most likely token, so a step where the model is sure keeps one or two tokens and a
+    step with many good ones keeps them all."""
     prompt: Literal["full", "short"] = "full"
     """The contract in the system prompt: ``full`` (with an example skeleton) or ``short``
     (a few lines, for small models whose context and compute are scarce; games only)."""

@@ -201,7 +201,8 @@ def variant_parents(pool: list[MemoryEntry], n: int, share: float,
 def _sampling(cfg: Config, seed: int) -> SamplingParams:
     """The designer's sampling: the model's, with the designer's own overrides."""
     overrides = {key: value for key, value in (("temperature", cfg.designer.temperature),
-                                               ("top_p", cfg.designer.top_p))
+                                               ("top_p", cfg.designer.top_p),
+                                               ("min_p", cfg.designer.min_p))
                  if value is not None}
     return SamplingParams.from_config(cfg.model, max_new_tokens=cfg.designer.max_new_tokens,
                                       seed=seed, **overrides)

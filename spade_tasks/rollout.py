@@ -264,6 +264,7 @@ def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: 
                     break
                 params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                         temperature=base.temperature, top_p=base.top_p,
+                                        min_p=base.min_p,
                                         seed=derive("turn", seed, turn, bits=63), stop=base.stop)
                 completions = backend.generate(
                     [with_prefill(lv.messages, cfg.prefill) for lv in active], params)
@@ -485,6 +486,7 @@ def play_episode(backend: Backend, sandbox: Sandbox, rec: EnvRecord, env_seed: i
                 break
             params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
                                     temperature=base.temperature, top_p=base.top_p,
+                                    min_p=base.min_p,
                                     seed=derive("turn", env_seed, turn, bits=63), stop=base.stop)
             completions = backend.generate([with_prefill(live.messages, cfg.prefill)], params)
             if len(completions) != 1:

@@ -311,11 +311,13 @@ def test_real_model_designs_are_recorded(tmp_path, monkeypatch):
 
 def test_designer_sampling_overrides_the_model_config():
     backend = ScriptedBackend(COMPLETIONS[:1])
-    cfg = CFG.model_copy(update={"model": ModelConfig(temperature=1.0, top_p=0.95),
-                                 "designer": DesignerConfig(max_new_tokens=64, top_p=0.8)})
+    cfg = CFG.model_copy(update={"model": ModelConfig(temperature=1.0, top_p=0.95, min_p=0.05),
+                                 "designer": DesignerConfig(max_new_tokens=64, top_p=0.8,
+                                                            min_p=0.1)})
     design(backend, DOCS[:1], PromptExamples([], [], []), cfg, seed=0)
     params = backend.calls[0][1]
-    assert (params.temperature, params.top_p, params.max_new_tokens) == (1.0, 0.8, 64)
+    assert (params.temperature, params.top_p, params.min_p, params.max_new_tokens) == (
+        1.0, 0.8, 0.1, 64)
 
 
 def test_prefill_is_parsed_with_the_completion_but_never_generated():

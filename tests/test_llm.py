@@ -67,6 +67,23 @@ def test_sampling_params_from_config_takes_overrides():
     assert (p.max_new_tokens, p.temperature, p.top_p, p.seed) == (7, 0.0, 1.0, 3)
 
 
+def test_min_p_keeps_only_tokens_near_the_most_likely_one():
+    from spade_tasks.llm.transformers_backend import _sample
+
+    # Row 0 is sure of token 0 (the rest under a tenth of its mass); row 1 is split
+    # evenly between tokens 1 and 2, each far above min_p of the top.
+    logits = torch.log(torch.tensor([[0.91, 0.03, 0.03, 0.03], [0.02, 0.49, 0.49, 0.0]]))
+    params = SamplingParams(temperature=1.0, min_p=0.1)
+    drawn = [_sample(logits, params, [torch.Generator().manual_seed(s) for _ in range(2)])
+             for s in range(200)]
+    assert {int(d[0]) for d in drawn} == {0}
+    assert {int(d[1]) for d in drawn} == {1, 2}
+    # Off, the same draws reach the tail of row 0.
+    off = {int(_sample(logits, SamplingParams(temperature=1.0),
+                       [torch.Generator().manual_seed(s)] * 2)[0]) for s in range(200)}
+    assert len(off) > 1
+
+
 def test_scripted_backend_follows_the_interface():
     be = ScriptedBackend(["hello world. rest", "x" * 50])
     assert isinstance(be, Backend)

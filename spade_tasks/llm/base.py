@@ -47,6 +47,9 @@ class SamplingParams:
     """0 means greedy (argmax)."""
     top_p: float = 1.0
     """Nucleus mass; 1.0 samples from the whole distribution."""
+    min_p: float = 0.0
+    """Drops tokens less likely than ``min_p`` times the step's most likely one (after
+    temperature); 0.0 is off."""
     seed: int = 0
     """Completion ``i`` of a call draws from a stream derived from ``(seed, i)``."""
     stop: list[str] | None = None
@@ -59,7 +62,8 @@ class SamplingParams:
     @classmethod
     def from_config(cls, cfg: ModelConfig, **overrides) -> SamplingParams:
         """Defaults from the run's model config; keyword overrides win."""
-        base = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+        base = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                    top_p=cfg.top_p, min_p=cfg.min_p)
         return cls(**{**base, **overrides})
 
 

@@ -243,8 +243,8 @@ def _on_cpu(model) -> bool:
 
 
 def _sample(logits: torch.Tensor, params: SamplingParams, gens: list[torch.Generator]) -> torch.Tensor:
-    """One token per row: argmax at temperature 0, else temperature + top-p sampling
-    with each row's own generator.
+    """One token per row: argmax at temperature 0, else temperature, top-p and min-p
+    sampling with each row's own generator.
 
     Sampling inverts the CDF with one uniform draw per row: ``torch.multinomial`` draws
     one exponential per vocabulary entry instead, a noticeable share of a small-batch
@@ -258,6 +258,9 @@ def _sample(logits: torch.Tensor, params: SamplingParams, gens: list[torch.Gener
         # Drop a token once the mass before it already reaches top_p (the top one stays).
         sp = sp.masked_fill(sp.cumsum(-1) - sp >= params.top_p, 0.0)
         probs = torch.zeros_like(probs).scatter_(1, si, sp)
+    if params.min_p > 0.0:
+        # The row's top token always survives, so no row is left without mass.
+        probs = probs.masked_fill(probs < params.min_p * probs.amax(-1, keepdim=True), 0.0)
     u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens])
     return _invert_cdf(probs, u)
 

@@ -88,6 +88,7 @@ class VLLMBackend(Backend):
                 max_tokens=params.max_new_tokens,
                 temperature=params.temperature,
                 top_p=params.top_p,
+                min_p=params.min_p,
                 seed=request_seed(params.seed, params.first_index + i),
                 stop=params.stop,
                 logprobs=0,
