@@ -950,6 +950,12 @@ def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
       the letter of the 'x' that is a letter of 'y'" scored on "x y"); a list written in
       another order (reversed, sorted) is a task and passes.
 
+    A third form: the answer holds ``ECHO_RUN`` or more of the task text's words in a
+    row, from the same place of the task text on every seed, the question's own sentence
+    written back (min-p's probe, 2026-12-07: "Write the word 'a, b, c' with exactly one
+    vowel ..." scored on "The a, b, c." and then the question). A long option picked from
+    several shown (a choice) moves with the draw and passes.
+
     Shown words written together ("Join these words with hyphens") are a task of
     writing, not a copy, and pass."""
     spans = [_words(answer) for _, answer in seen]
@@ -971,7 +977,25 @@ def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
         if all(each) and _in_order(each, len(seen[0][0])):
             places = ", ".join(_place(min(p, key=abs)) for p in each)
             return f"the task text's {places}, in the order shown", "those words"
+    echoed = _fixed(_echoes(words, span) for (words, _), span in zip(seen, spans))
+    if echoed:
+        where = _place(min(echoed, key=abs))
+        return (f"the task text itself, {ECHO_RUN} or more of its words in a row from "
+                f"{where}", "the question back")
     return None
+
+
+ECHO_RUN = 8
+"""Words of the task text in a row that ``copied_from``'s third form finds in an answer:
+a sentence, where a copied list is the first form's (from a fixed place)."""
+
+
+def _echoes(words: list[str], span: list[str]) -> set[int]:
+    """The places (from either end) of ``words`` where ``ECHO_RUN`` words in a row
+    begin that ``span`` holds in a row too."""
+    held = {tuple(span[i:i + ECHO_RUN]) for i in range(len(span) - ECHO_RUN + 1)}
+    return {p for i in range(len(words) - ECHO_RUN + 1)
+            if tuple(words[i:i + ECHO_RUN]) in held for p in _both_ends(i, len(words))}
 
 
 def _in_order(each: list[set[int]], n: int) -> bool:

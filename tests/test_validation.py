@@ -499,6 +499,41 @@ def test_answer_given_finds_an_answer_copied_word_by_word_from_places_apart(sand
     assert check.status == "pass", check.detail
 
 
+ECHOED = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk", "mirror", "carpet", "pillow"]
+
+
+    class OneVowelEnv(QuizEnv):
+        \"\"\"A list written with one vowel.\"\"\"
+
+        def questions(self, rng):
+            shown = rng.sample(WORDS, rng.randint(3, 4))
+            listed = ", ".join(shown)
+            question = f"Write the words '{listed}' with exactly one vowel, from the first letter."
+            return [(question, f"The {listed}.{question}")]
+
+        def hint(self):
+            return "Read the words."
+""")
+
+
+def test_answer_given_finds_the_question_written_back(sandbox, cfg):
+    """min-p's probe (2026-12-07): an answer of the shown list and then the question
+    itself, no word of it from one fixed place in order. Scored on the list reversed,
+    the same question passes."""
+    report = validate_source(ECHOED, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith(
+        "answer_given: on all 64 seeds looked at, the answer is the task text itself"), \
+        report.reasons
+    fair = ECHOED.replace('f"The {listed}.{question}"', "shown[::-1]")
+    report = validate_source(fair, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_given"]
+    assert check.status == "pass", check.detail
+
+
 def test_quiz_env_subclass_is_accepted(sandbox, cfg):
     report = validate_source(QUIZ, sandbox, cfg)
     assert report.accepted, report.reasons
