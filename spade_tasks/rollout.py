@@ -33,7 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -262,10 +262,8 @@ def rollout(backend: Backend, sandbox: Sandbox, envs: Sequence[EnvRecord], cfg: 
                 active = [lv for lv in active if lv.result.end_reason is None]
                 if not active:
                     break
-                params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
-                                        temperature=base.temperature, top_p=base.top_p,
-                                        min_p=base.min_p,
-                                        seed=derive("turn", seed, turn, bits=63), stop=base.stop)
+                params = replace(base, max_new_tokens=cfg.max_new_tokens,
+                                 seed=derive("turn", seed, turn, bits=63))
                 completions = backend.generate(
                     [with_prefill(lv.messages, cfg.prefill) for lv in active], params)
                 if len(completions) != len(active):
@@ -484,10 +482,8 @@ def play_episode(backend: Backend, sandbox: Sandbox, rec: EnvRecord, env_seed: i
             if n + cfg.max_new_tokens > cfg.max_context_tokens:
                 live.end("context")
                 break
-            params = SamplingParams(max_new_tokens=cfg.max_new_tokens,
-                                    temperature=base.temperature, top_p=base.top_p,
-                                    min_p=base.min_p,
-                                    seed=derive("turn", env_seed, turn, bits=63), stop=base.stop)
+            params = replace(base, max_new_tokens=cfg.max_new_tokens,
+                             seed=derive("turn", env_seed, turn, bits=63))
             completions = backend.generate([with_prefill(live.messages, cfg.prefill)], params)
             if len(completions) != 1:
                 raise RolloutError(f"backend returned {len(completions)} completions for 1")

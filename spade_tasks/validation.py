@@ -942,19 +942,18 @@ def _both_ends(i: int, n: int) -> set[int]:
 
 def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
     """How each seed's answer is copied from the same places of its task text's words,
-    as (what the answer is, what a player copies), or None. Two forms, each over every
+    as (what the answer is, what a player copies), or None. Three forms, each over every
     seed, each place counted from the start or from the end:
 
     - the answer's words in a row, from one place on (learn-s12, learn-s19);
     - the answer's words, in the order shown, each from its own place (learn-s42: "Find
       the letter of the 'x' that is a letter of 'y'" scored on "x y"); a list written in
-      another order (reversed, sorted) is a task and passes.
-
-    A third form: the answer holds ``ECHO_RUN`` or more of the task text's words in a
-    row, from the same place of the task text on every seed, the question's own sentence
-    written back (min-p's probe, 2026-12-07: "Write the word 'a, b, c' with exactly one
-    vowel ..." scored on "The a, b, c." and then the question). A long option picked from
-    several shown (a choice) moves with the draw and passes.
+      another order (reversed, sorted) is a task and passes;
+    - ``ECHO_RUN`` or more of the task text's words in a row, from one place on, held
+      anywhere in the answer: the question's own sentence written back (min-p's probe,
+      2026-12-07: "Write the word 'a, b, c' with exactly one vowel ..." scored on "The
+      a, b, c." and then the question). A long option picked from several shown (a
+      choice) moves with the draw and passes.
 
     Shown words written together ("Join these words with hyphens") are a task of
     writing, not a copy, and pass."""
