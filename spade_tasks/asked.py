@@ -262,8 +262,13 @@ def fits_letter(answer: str, words: Words) -> bool:
     place 3" on the third word, which is no longer than the ten letters one from each
     word would be."""
     answer = answer.strip()
-    return answer.isdigit() or (0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words))
-                                and (len(answer) == 1 or answer not in words))
+    if answer.isdigit():
+        return True
+    # A letter written with a number is neither: learn-s43's designer asked "Which letter
+    # of the word X at position 3 has 'l'?" and scored "l 3", the question's own parts.
+    return (not re.search(r"\d", answer)
+            and 0 < len(re.sub(r"[^a-z]", "", answer)) <= max(1, len(words))
+            and (len(answer) == 1 or answer not in words))
 
 
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (

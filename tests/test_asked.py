@@ -112,6 +112,8 @@ def _one(question: str, answer) -> list[asked.Draw]:
     # learn-s41, generation 4: "What letter is left?" scored on the word and a number
     ("Write the letter '{}' on a given row. What letter is left?", lambda w: w + " 3",
      "a letter"),
+    # learn-s43, generation 0: a letter asked, the letter and the place shown scored
+    ("Which letter of the word '{}' at position 3 has 'e'?", lambda w: "e 3", "a letter"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
