@@ -226,10 +226,15 @@ LETTER_ASK = re.compile(r"\b(?:which|what) letter\b"
                         r"|\bwhat(?: is|'s) (?:the )?(?:[a-z]+(?:'s)? ){0,2}letter\b"
                         r"|\b(?:write|give|name|say|spell)(?: out)? the (?:[a-z]+(?:'s)? ){1,2}"
                         r"letter\b"
-                        r"|\bletter (?:at|in) (?:which |what |the )?(?:place|position|spot)\b")
+                        r"|\bletter (?:at|in) (?:which |what |the )?(?:place|position|spot)\b"
+                        r"|\bwrite the letter of\b")
 """A question with these words asks for a letter ("What is the word's first letter?",
-"Write the first letter of X", "the letter at place 3"; not "Write the word without
-its first letter", nor "Write the letter 'k' 3 times", which gives the letter)."""
+"Write the first letter of X", "the letter at place 3", "Write the letter of the word X
+with ..."; not "Write the word without its first letter", nor "Write the letter 'k' 3
+times", which gives the letter)."""
+BACK_ASK = re.compile(r"revers|backward|right to left")
+"""A question with these words asks for something written in reverse (the narrow part of
+the lexicon's ``_BACK``: "opposite" and "flip" name other things too)."""
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
                  "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
 NUMBER = re.compile(r"\d|\b(?:none|" + "|".join(_NUMBER_WORDS) + r")\b")
@@ -271,10 +276,25 @@ def fits_letter(answer: str, words: Words) -> bool:
             and (len(answer) == 1 or answer not in words))
 
 
+def fits_back(answer: str, words: Words) -> bool:
+    """Something written in reverse: shown words (a list in reverse order, or picked by
+    it), shown words spelt backwards, or the letters of a shown word or of the whole
+    list backwards; or a single letter, a number or yes/no (a question about the
+    reversal). learn-s43's designer asked "Write these words in reverse order: a, b, c"
+    and scored each word with its first letter moved to its end, in the order shown."""
+    tokens = re.findall(r"[a-z]+", answer)
+    joined = "".join(tokens)
+    shown = set(words) | {w[::-1] for w in words}
+    return (fits_count(answer) or len(joined) == 1 or answer.strip() in ("yes", "no")
+            or (bool(tokens) and all(t in shown for t in tokens))
+            or joined in shown or joined == "".join(words)[::-1])
+
+
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
     ("a number", COUNT_ASK, lambda answer, words: fits_count(answer)),
     ("something in alphabetical order", ORDER_ASK, fits_order),
     ("a letter", LETTER_ASK, fits_letter),
+    ("something written in reverse", BACK_ASK, fits_back),
 )
 
 

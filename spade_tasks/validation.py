@@ -910,7 +910,8 @@ def check_answer_given(ctx: Ctx) -> list[str]:
                                f"{'reset' if not r.ok else 'oracle'} on seed {seed}")]
             text = str(r.value[0])
             seen.append((_words(text), answer_of(str(o.value)).lower(), text))
-    found = copied_from([(words, answer) for words, answer, _ in seen])
+    found = copied_from([(words, answer) for words, answer, _ in seen],
+                        [text for _, _, text in seen])
     if found:
         told, copied = found
         _, answer, text = seen[0]
@@ -940,15 +941,18 @@ def _both_ends(i: int, n: int) -> set[int]:
     return {i, i - n}
 
 
-def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
+def copied_from(seen: list[tuple[list[str], str]],
+                texts: list[str] | None = None) -> tuple[str, str] | None:
     """How each seed's answer is copied from the same places of its task text's words,
     as (what the answer is, what a player copies), or None. Three forms, each over every
     seed, each place counted from the start or from the end:
 
     - the answer's words in a row, from one place on (learn-s12, learn-s19);
-    - the answer's words, in the order shown, each from its own place (learn-s42: "Find
-      the letter of the 'x' that is a letter of 'y'" scored on "x y"); a list written in
-      another order (reversed, sorted) is a task and passes;
+    - the answer's words, each from its own place, in the order shown (learn-s42: "Find
+      the letter of the 'x' that is a letter of 'y'" scored on "x y"), or in another
+      order that no task text (``texts``) asks for (learn-s43: "Write the letter 'x' at
+      the given place 'y'" scored on "y x"); a list sorted moves with the draw, and one
+      reversed where a text asks for an order is a task, and both pass;
     - ``ECHO_RUN`` or more of the task text's words in a row, from one place on, held
       anywhere in the answer: the question's own sentence written back (min-p's probe,
       2026-12-07: "Write the word 'a, b, c' with exactly one vowel ..." scored on "The
@@ -973,9 +977,12 @@ def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
         each = [_fixed({p for i, w in enumerate(words) if w == span[t]
                         for p in _both_ends(i, len(words))}
                        for (words, _), span in zip(seen, spans)) for t in range(width)]
+        places = ", ".join(_place(min(p, key=abs)) for p in each if p)
         if all(each) and _in_order(each, len(seen[0][0])):
-            places = ", ".join(_place(min(p, key=abs)) for p in each)
             return f"the task text's {places}, in the order shown", "those words"
+        if all(each) and texts and not REORDER_ASK.search(_template(texts)):
+            return (f"the task text's {places}, in an order no question asks for",
+                    "those words")
     echoed = _fixed(_echoes(words, span) for (words, _), span in zip(seen, spans))
     if echoed:
         where = _place(min(echoed, key=abs))
@@ -984,9 +991,20 @@ def copied_from(seen: list[tuple[list[str], str]]) -> tuple[str, str] | None:
     return None
 
 
+REORDER_ASK = re.compile(r"revers|backward|order|sort|swap|switch|rotat|shift|alphabet"
+                         r"|right to left|opposite|flip|mirror|invert|before|after|last\b.*\bfirst")
+"""Words with which a task text may ask for shown words in another order than shown."""
+
 ECHO_RUN = 8
 """Words of the task text in a row that ``copied_from``'s third form finds in an answer:
 a sentence, where a copied list is the first form's (from a fixed place)."""
+
+
+def _template(texts: list[str]) -> str:
+    """The words every text has, in the first one's order: the instructions, without
+    the drawn words (a shown "mirror" does not ask for a reversal)."""
+    common = set.intersection(*(set(_words(t)) for t in texts))
+    return " ".join(w for w in _words(texts[0]) if w in common)
 
 
 def _echoes(words: list[str], span: list[str]) -> set[int]:

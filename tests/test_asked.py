@@ -114,6 +114,11 @@ def _one(question: str, answer) -> list[asked.Draw]:
      "a letter"),
     # learn-s43, generation 0: a letter asked, the letter and the place shown scored
     ("Which letter of the word '{}' at position 3 has 'e'?", lambda w: "e 3", "a letter"),
+    # learn-s43, generation 1: "the letter of the word" scored on twice its length
+    ("Write the letter of the word '{}' with a given number of letters.",
+     lambda w: f"{2 * len(w)}.", "a letter"),
+    # learn-s43: the word reversed asked, the word rotated by one scored
+    ("Spell '{}' backwards.", lambda w: w[1:] + w[0], "something written in reverse"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
@@ -162,6 +167,20 @@ def test_a_shown_word_is_not_a_letter():
 ])
 def test_an_answer_of_the_kind_asked_passes(question, answer):
     assert asked.misfit(_one(question, answer)) is None
+
+
+def test_a_list_asked_in_reverse_is_answered_by_its_words():
+    """learn-s43, generation 1: "Write these words in reverse order" scored on each word
+    with its first letter moved to its end; the words reversed, each word spelt
+    backwards or the list spelt backwards fit."""
+    question = "Write these words in reverse order: {}. Separate them with commas."
+    rotated = _draws(question, lambda ws: [w[1:] + w[0] for w in ws])
+    assert asked.computed(rotated) == []
+    reason = asked.misfit(rotated)
+    assert reason is not None and "asks for something written in reverse" in reason, reason
+    for fair in (lambda ws: ws[::-1], lambda ws: [w[::-1] for w in ws],
+                 lambda ws: ["".join(ws)[::-1]], lambda ws: [ws[-1]]):
+        assert asked.misfit(_draws(question, fair)) is None
 
 
 def test_a_word_picked_by_order_fits_only_among_several():

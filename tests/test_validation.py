@@ -486,15 +486,21 @@ TWO_LETTERS = textwrap.dedent("""\
 
 def test_answer_given_finds_an_answer_copied_word_by_word_from_places_apart(sandbox, cfg):
     """learn-s42, generation 4: "Find the letter of the 'x' that is a letter of 'y'"
-    scored on "x y", two words each copied from its own place. The same two asked in
-    the other order are a task (of a kind) and pass."""
+    scored on "x y", two words each copied from its own place. Written the other way
+    round where no question asks for another order (learn-s43, generation 1: "Write the
+    letter 'x' at the given place 'y'" scored on "y x") they are copied too; asked for
+    in reverse, they are a task (of a kind) and pass."""
     report = validate_source(TWO_LETTERS, sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].startswith("answer_given:"), report.reasons
     assert "the task text's word 4, word 7 from the end, in the order shown" in \
         report.reasons[0], report.reasons
     swapped = TWO_LETTERS.replace('f"{x} {y}"', 'f"{y} {x}"')
-    report = validate_source(swapped, sandbox, cfg, run_all=True)
+    report = validate_source(swapped, sandbox, cfg)
+    assert not report.accepted
+    assert "in an order no question asks for" in report.reasons[0], report.reasons
+    asked_back = swapped.replace("What is it?", "Write both in reverse order.")
+    report = validate_source(asked_back, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "answer_given"]
     assert check.status == "pass", check.detail
 
