@@ -421,19 +421,34 @@ def _answers(rec: EnvRecord, sandbox: Sandbox) -> list | None:
     return _ANSWERS[rec.env_id]
 
 
+def operations_of(items: list) -> set[str]:
+    """The lexicon's operations (``asked.computed``) that give a quiz's answer from the
+    words it shows on every one of its ``answer_items`` they apply to."""
+    from spade_tasks import asked
+    from spade_tasks.answers import answer_of
+
+    draws = [("", tuple(dict.fromkeys(shown)),
+              tuple(a.strip().lower() for a in answer_of(answer).split(",")))
+             for (shown, _), answer in items]
+    return {op.name for op in asked.computed(draws)}
+
+
 def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
                         sandbox: Sandbox) -> str | None:
     """``"duplicate: ..."`` when ``rec`` is a quiz that computes what a known quiz does:
     over the same probe words it shows the same words and answers on every probe seed
     (``validation.answer_behaviour``), or it answers alike every question both ask over
     ``PROBE_DRAWS`` seeds, at least ``MIN_SHARED_QUESTIONS`` of them
-    (``validation.shared_questions``: the same game drawn another way). The same game
-    in other code or other words, which the text rules of ``duplicate_reason`` cannot
-    see."""
+    (``validation.shared_questions``: the same game drawn another way), or both compute
+    one operation of the lexicon from the words they show (``operations_of``: a list
+    of 4 reversed is the game of a list of 3 or 4 reversed, though two such draws
+    seldom show the same words; learn-s43, generation 2). The same game in other code
+    or other words, which the text rules of ``duplicate_reason`` cannot see."""
     mine = _answers(rec, sandbox)
     if mine is None:
         return None
     behaviour = behaviour_of(mine)
+    computes = operations_of(mine)
     for k in known:
         theirs = _answers(k, sandbox) if k.env_id != rec.env_id else None
         if theirs is None:
@@ -448,6 +463,10 @@ def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
             return (f"duplicate: the same game as {name} drawn another way: the {shared} "
                     f"questions both ask over the same {len(PROBE_WORDS)} words get the "
                     f"same answers")
+        both = computes & operations_of(theirs)
+        if both:
+            return (f"duplicate: the same game as {name}: both answer with {min(both)} "
+                    f"they show, over the same {len(PROBE_WORDS)} words")
     return None
 
 

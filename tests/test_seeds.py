@@ -222,6 +222,32 @@ draws on every seed, so other questions seed by seed, but the same game (a desig
 rewrite that `learn-s26` accepted in generation 2)."""
 
 
+def test_a_quiz_computing_what_a_known_one_does_is_the_same_game(sandbox):
+    """learn-s43, generation 2: "Write these words backwards: a, b, c, d" scored on the
+    four reversed, `reverse_list.py`'s game over lists of 4 where it shows 3 or 4: the
+    two seldom show the same words (no shared question), but both answer with the
+    lexicon's "words in reverse order". The same draws sorted are another game."""
+    from spade_tasks.designer import operations_of, same_answers_reason
+    from spade_tasks.environments import EnvRecord, env_id_of
+    from spade_tasks.validation import answer_items, env_class_name, shared_questions
+
+    def record(source):
+        return EnvRecord(env_id_of(source), source, "X", "", "", 1, True, True, "designed", "")
+
+    def items(source):
+        return answer_items(sandbox, source, env_class_name(source))
+
+    four = REVERSE_LIST.replace("rng.randint(3, 4)", "4").replace(
+        "Write these words in reverse order: {listed}.", "Write these words backwards: {listed}.")
+    assert four.count("rng.sample(WORDS, 4)") == 1
+    assert shared_questions(items(four), items(REVERSE_LIST)) < 3
+    assert operations_of(items(four)) == {"the words in reverse order"}
+    why = same_answers_reason(record(four), [record(REVERSE_LIST)], sandbox)
+    assert why is not None and "both answer with the words in reverse order" in why, why
+    sorted_ = four.replace("answer = shown[::-1]", "answer = sorted(shown)")
+    assert same_answers_reason(record(sorted_), [record(REVERSE_LIST)], sandbox) is None
+
+
 def test_a_quiz_drawn_another_way_is_the_same_game(sandbox):
     from spade_tasks.designer import same_answers_reason
     from spade_tasks.environments import EnvRecord, env_id_of
