@@ -59,20 +59,31 @@ def recheck(store: Store, run: str, rows: list[dict], sandbox, cfg) -> list[dict
     """``rows`` with each generation's designs accepted as new validated again under
     today's checks: ``accepted_now`` (how many still pass) and ``refused_now`` (the
     others, by the check that refuses them). A check added after a run (a way to game
-    the designer's reward closed) is then counted on the run's own designs. The
-    duplicate rule, which needs the pool as it stood, is not run again."""
+    the designer's reward closed) is then counted on the run's own designs. Of the
+    duplicate rule, what a quiz computes (``same_answers_reason``) is judged again
+    against the pool as it stood: the committed programs and the designs the run
+    accepted as new before it; its text rules, which judged the whole memory of the
+    day, are not."""
+    from spade_tasks.designer import (RECORD_COLUMNS, committed_programs,
+                                      same_answers_reason)
+    from spade_tasks.environments import EnvRecord
     from spade_tasks.validation import validate_source
 
     new = new_by_generation(store, run)
-    sources = {r["env_id"]: r["source"] for r in queries.environments_by_id(
-        store, [e for ids in new.values() for e in ids], ("env_id", "source"))}
+    records = {r["env_id"]: EnvRecord(**r) for r in queries.environments_by_id(
+        store, [e for ids in new.values() for e in ids], RECORD_COLUMNS)}
+    known = committed_programs()
     out = []
     for row in rows:
         refused: Counter = Counter()
         for env_id in new.get(row["generation"], []):
-            report = validate_source(sources[env_id], sandbox, cfg, env_id)
+            rec = records[env_id]
+            report = validate_source(rec.source, sandbox, cfg, env_id)
             if not report.accepted:
                 refused[check_name(report.reasons[0])] += 1
+            elif same_answers_reason(rec, known, sandbox):
+                refused["duplicate"] += 1
+            known.append(rec)
         out.append(row | {"accepted_now": row["accepted"] - sum(refused.values()),
                           "refused_now": dict(sorted(refused.items()))})
     return out

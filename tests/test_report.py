@@ -162,18 +162,24 @@ def test_a_revised_design_counts_once_with_its_last_drafts_outcome(tmp_path):
 
 def test_recheck_counts_a_runs_new_designs_under_todays_checks(tmp_path, capsys):
     """A design accepted as new before a check existed (here ``answer_asked``) is
-    counted again under it: ``accepted_now`` and ``refused_now`` by the refusing check."""
+    counted again under it: ``accepted_now`` and ``refused_now`` by the refusing check.
+    So is one that computes what a program of the pool computes (``sort_three.py``'s
+    game: the duplicate rule's ``same_answers_reason``)."""
     from tests.test_asked import SORTED_QUIZ
 
     root = tmp_path / "runs"
+    backwards = SORTED_QUIZ.replace("sorted(shown)", "sorted(shown, reverse=True)").replace(
+        "in alphabetical order", "in reverse alphabetical order")
     firsts = SORTED_QUIZ.replace("sorted(shown)", "[w[0] for w in shown]")
     with Store(root / "r" / "spade.duckdb") as store:
         _fill(store)
         store.replace_rows("designs", {"run": "r", "generation": 1}, [
-            _design(1, 0, "e4", True, [], 0.5)])
-        store.upsert("memory", {"run": "r", "env_id": "e4", "added_generation": 1,
-                                "active": True})
-        for env_id, gen, source in (("e1", 0, SORTED_QUIZ), ("e4", 1, firsts)):
+            _design(1, 0, "e4", True, [], 0.5), _design(1, 1, "e5", True, [], 0.5)])
+        for env_id in ("e4", "e5"):
+            store.upsert("memory", {"run": "r", "env_id": env_id, "added_generation": 1,
+                                    "active": True})
+        for env_id, gen, source in (("e1", 0, backwards), ("e4", 1, firsts),
+                                    ("e5", 1, SORTED_QUIZ)):
             store.upsert("environments", {"env_id": env_id, "run": "r", "generation": gen,
                                           "origin": "designed", "source": source})
     cfg = tmp_path / "c.yaml"
@@ -182,6 +188,8 @@ def test_recheck_counts_a_runs_new_designs_under_todays_checks(tmp_path, capsys)
     assert main(["report", "--config", str(cfg), "--recheck", "--json"]) == 0
     g0, g1 = json.loads(capsys.readouterr().out)["generations"]
     assert (g0["accepted"], g0["accepted_now"], g0["refused_now"]) == (1, 1, {})
-    assert (g1["accepted"], g1["accepted_now"], g1["refused_now"]) == (1, 0, {"answer_asked": 1})
+    assert (g1["accepted"], g1["accepted_now"], g1["refused_now"]) == (
+        2, 0, {"answer_asked": 1, "duplicate": 1})
     assert main(["report", "--config", str(cfg), "--recheck"]) == 0
-    assert "0 accepted under today's checks, answer_asked 1" in capsys.readouterr().out
+    assert "0 accepted under today's checks, answer_asked 1, duplicate 1" in \
+        capsys.readouterr().out
