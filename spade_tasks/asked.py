@@ -232,6 +232,10 @@ LETTER_ASK = re.compile(r"\b(?:which|what) letter\b"
 "Write the first letter of X", "the letter at place 3", "Write the letter of the word X
 with ..."; not "Write the word without its first letter", nor "Write the letter 'k' 3
 times", which gives the letter)."""
+WORD_ASK = re.compile(r"\bwhich (?:one )?(?:of (?:these|the|those|all) )?(?:\w+ )?words?\b"
+                      r"|\bwhat word\b")
+"""A question with these words asks for a word ("Which of these words is longest?",
+"Which word comes first?")."""
 BACK_ASK = re.compile(r"revers|backward|right to left")
 """A question with these words asks for something written in reverse (the narrow part of
 the lexicon's ``_BACK``: "opposite" and "flip" name other things too)."""
@@ -290,11 +294,20 @@ def fits_back(answer: str, words: Words) -> bool:
             or joined in shown or joined == "".join(words)[::-1])
 
 
+def fits_word(answer: str, words: Words) -> bool:
+    """A word or words, not a number: letters and no digit ("Which word do these
+    letters spell: o x e n?" is answered by a word no question shows). learn-s43's
+    designer asked "Which of these words has 'e': a, b, c?" and scored how many times 'e'
+    occurs in them all."""
+    return bool(re.search(r"[a-z]", answer)) and not re.search(r"\d", answer)
+
+
 KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
     ("a number", COUNT_ASK, lambda answer, words: fits_count(answer)),
     ("something in alphabetical order", ORDER_ASK, fits_order),
     ("a letter", LETTER_ASK, fits_letter),
     ("something written in reverse", BACK_ASK, fits_back),
+    ("a word", WORD_ASK, fits_word),
 )
 
 

@@ -169,6 +169,18 @@ def test_an_answer_of_the_kind_asked_passes(question, answer):
     assert asked.misfit(_one(question, answer)) is None
 
 
+def test_a_question_asking_which_word_is_answered_by_a_word():
+    """learn-s43, generation 3: "Which of these words has 'e': a, b, c?" scored on how
+    many times 'e' occurs in them all. A word shown, several, or "none" fits."""
+    question = "Which of these words has 'e': {}?"
+    counted = _draws(question, lambda ws: [sum(w.count("e") for w in ws)])
+    reason = asked.misfit(counted)
+    assert reason is not None and "asks for a word (" in reason, reason
+    for fair in (lambda ws: [w for w in ws if "e" in w] or ["none"], lambda ws: [ws[0]]):
+        assert asked.misfit(_draws(question, fair)) is None
+    assert asked.misfit(_one("Which word is '{}' backwards?", lambda w: w)) is None
+
+
 def test_a_list_asked_in_reverse_is_answered_by_its_words():
     """learn-s43, generation 1: "Write these words in reverse order" scored on each word
     with its first letter moved to its end; the words reversed, each word spelt
