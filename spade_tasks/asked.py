@@ -447,6 +447,24 @@ def list_counts(words: Words, letters: set[str], numbers: set[int]) -> set[int]:
     return counts
 
 
+DISTINCT_ASK = re.compile(r"\b(?:different|distinct|unique) letters?\b")
+"""A how-many question with these words counts different letters, and nothing else of
+``word_counts`` or ``list_counts`` answers it: learn-s43's designer asked "How many
+different letters does 'a, b, c' have?" and scored the number of words less one, which
+some small count of the wide families matched on most draws."""
+
+
+def distinct_counts(words: Words) -> tuple[list[set[int]], set[int]]:
+    """The different-letter counts of each word, and of the list: all its words', and
+    any two's together or in common."""
+    per_word = [{len(set(w))} for w in words]
+    of_list = {len(set("".join(words)))}
+    for i, a in enumerate(words):
+        for b in words[i + 1:]:
+            of_list |= {len(set(a) & set(b)), len(set(a) | set(b))}
+    return per_word, of_list
+
+
 def _stated(counts: set[int], numbers: set[int]) -> set[int]:
     """``counts`` and each of them changed by a number the question gives ("How many
     letters are left once 2 are taken from X?")."""
@@ -465,14 +483,19 @@ def count_misses(draws: Sequence[Draw]) -> tuple[int, int, tuple[str, str] | Non
     for question, words, items in draws:
         if not words or not all(i.isdigit() for i in items):
             continue
-        if not COUNT_ASK.search(without_tie_clauses(question_words(question, words))):
+        asks = without_tie_clauses(question_words(question, words))
+        if not COUNT_ASK.search(asks):
             continue
         letters = _quoted_letters(question)
         numbers = {int(n) for n in re.findall(r"\d+", question)}
         answer = [int(i) for i in items]
-        per_word = [_stated(word_counts(w, letters), numbers) for w in words]
-        any_count = set().union(*per_word) | _stated(list_counts(words, letters, numbers),
-                                                     numbers)
+        if DISTINCT_ASK.search(asks):
+            each, of_list = distinct_counts(words)
+        else:
+            each = [word_counts(w, letters) for w in words]
+            of_list = list_counts(words, letters, numbers)
+        per_word = [_stated(c, numbers) for c in each]
+        any_count = set().union(*per_word) | _stated(of_list, numbers)
         if len(words) >= 2 and len(answer) == len(words):
             ok = all(a in c for a, c in zip(answer, per_word))
         else:

@@ -244,6 +244,8 @@ def test_a_stated_or_drawn_repeat_passes(question, answer):
     _one("How many places is letter 'e' in word '{}'?", lambda w: len(w) - 1),
     _draws("Count all vowels: {}.", lambda ws: [len(set(w)) - 1 for w in ws]),
     _draws("How many letters does each word have: {}?", lambda ws: [len(w) + 1 for w in ws]),
+    # learn-s43, generation 3: different letters asked, the number of words less one scored
+    _draws("How many different letters does '{}' have?", lambda ws: [len(ws) - 1]),
 ])
 def test_a_count_of_nothing_shown_is_refused(draws):
     reason = asked.uncounted(draws)
@@ -263,6 +265,9 @@ def test_a_count_of_nothing_shown_is_refused(draws):
     _draws("How many letters do these words have in all: {}?",
            lambda ws: [sum(map(len, ws))]),
     _draws("Write these words backwards: {}.", lambda ws: [w[::-1] for w in ws]),  # no count
+    _draws("How many different letters do these words use: {}?",
+           lambda ws: [len(set("".join(ws)))]),
+    _one("How many different letters does '{}' have?", lambda w: len(set(w))),
 ])
 def test_a_count_of_the_words_shown_passes(draws):
     assert asked.count_misses(draws)[1] == 0
