@@ -454,6 +454,22 @@ different letters does 'a, b, c' have?" and scored the number of words less one,
 some small count of the wide families matched on most draws."""
 
 
+COMMON_ASK = re.compile(r"\bin common\b|\bshared?\b")
+"""A how-many question with these words counts letters words have in common: learn-s43's
+designer asked "How many of these letters do these letters have in common: a, b, c?"
+and scored how many words it showed."""
+
+
+def common_counts(words: Words) -> tuple[list[set[int]], set[int]]:
+    """The letters in common: none of a word alone; of the list, all its words' and any
+    two's."""
+    of_list = {len(set.intersection(*map(set, words)))} if words else set()
+    for i, a in enumerate(words):
+        for b in words[i + 1:]:
+            of_list.add(len(set(a) & set(b)))
+    return [set() for _ in words], of_list
+
+
 def distinct_counts(words: Words) -> tuple[list[set[int]], set[int]]:
     """The different-letter counts of each word, and of the list: all its words', and
     any two's together or in common."""
@@ -491,6 +507,8 @@ def count_misses(draws: Sequence[Draw]) -> tuple[int, int, tuple[str, str] | Non
         answer = [int(i) for i in items]
         if DISTINCT_ASK.search(asks):
             each, of_list = distinct_counts(words)
+        elif COMMON_ASK.search(asks) and len(words) >= 2:
+            each, of_list = common_counts(words)
         else:
             each = [word_counts(w, letters) for w in words]
             of_list = list_counts(words, letters, numbers)

@@ -246,6 +246,9 @@ def test_a_stated_or_drawn_repeat_passes(question, answer):
     _draws("How many letters does each word have: {}?", lambda ws: [len(w) + 1 for w in ws]),
     # learn-s43, generation 3: different letters asked, the number of words less one scored
     _draws("How many different letters does '{}' have?", lambda ws: [len(ws) - 1]),
+    # learn-s43, generation 1: letters in common asked, the number of words scored
+    _draws("How many of these letters do these letters have in common: {}?",
+           lambda ws: [len(ws)]),
 ])
 def test_a_count_of_nothing_shown_is_refused(draws):
     reason = asked.uncounted(draws)
@@ -268,6 +271,8 @@ def test_a_count_of_nothing_shown_is_refused(draws):
     _draws("How many different letters do these words use: {}?",
            lambda ws: [len(set("".join(ws)))]),
     _one("How many different letters does '{}' have?", lambda w: len(set(w))),
+    _draws("How many letters do the first two of these share: {}?",
+           lambda ws: [len(set(ws[0]) & set(ws[1]))]),
 ])
 def test_a_count_of_the_words_shown_passes(draws):
     assert asked.count_misses(draws)[1] == 0
