@@ -539,3 +539,36 @@ def uncounted(draws: Sequence[Draw]) -> str | None:
     question, answer = example
     return (f"on {missed} of {judged} draws the answer to a how-many question is no count "
             f"of the words it shows ({question!r} -> {answer!r})")
+
+
+ALPHABET_PLACE_ASK = re.compile(r"\b(?:place|position|spot|number)s? (?:of|in) the alphabet\b"
+                                r"|\balphabet(?:ical)? (?:place|position|number)\b")
+"""A question with these words asks where a letter stands in the alphabet (a = 1)."""
+
+
+def unplaced(draws: Sequence[tuple[str, str]]) -> str | None:
+    """Why the quiz's answers to where-in-the-alphabet questions are no letter's place,
+    or None. Over the draws (question, answer) whose question asks it
+    (``ALPHABET_PLACE_ASK``) and whose answer is whole numbers: each must be the place
+    of a letter the question holds (a = 1, ..., z = 26); the quiz is refused when
+    ``COUNT_MISS_SHARE`` of at least ``MIN_DRAWS`` judged draws miss. learn-s43's
+    designer asked "At which place of the alphabet is 'k': k, e, t, t, l, e?" and scored
+    whether 'k' is a vowel, a question whose letters, spelt out, no probe word shows."""
+    judged, missed, example = 0, 0, None
+    for question, answer in draws:
+        text = question.lower()
+        numbers = re.findall(r"\d+", answer)
+        if not ALPHABET_PLACE_ASK.search(text) or not numbers \
+                or re.sub(r"[\d\s,.]", "", answer):
+            continue
+        places = {ord(c) - ord("a") + 1 for c in re.sub(r"[^a-z]", "", text)}
+        judged += 1
+        if not all(int(n) in places for n in numbers):
+            missed += 1
+            example = example or (question.strip()[:80], answer[:40])
+    if judged < MIN_DRAWS or missed < COUNT_MISS_SHARE * judged:
+        return None
+    question, answer = example
+    return (f"on {missed} of {judged} draws the answer to where a letter stands in the "
+            f"alphabet is no place of a letter it shows ({question!r} -> {answer!r})")
+

@@ -1136,7 +1136,8 @@ def check_answer_counts(ctx: Ctx) -> list[str]:
     count; learn-s41's designer scored "How many places is letter 'x' in word X?" on the
     word's length less one and "Count all vowels: ..." on each word's different letters
     less one, which every other check accepted."""
-    problem = asked.uncounted(_quiz_reading(ctx))
+    problem = asked.uncounted(_quiz_reading(ctx)) or asked.unplaced(
+        [(q, answer_of(a)) for q, a in _quiz_draws(ctx)])
     if problem:
         return [f"answer_counts: {problem}; a player counting what it asks never wins"]
     ctx.notes["answer_counts"] = "each how-many answer is a count of the words shown"

@@ -279,6 +279,18 @@ def test_a_count_of_the_words_shown_passes(draws):
     assert asked.uncounted(draws) is None
 
 
+def test_a_place_in_the_alphabet_is_a_letters_place():
+    """learn-s43, generation 3: "At which place of the alphabet is 'x': k, e, t, ...?"
+    scored on whether x is a vowel; the letter's place passes."""
+    spelt = [(f"At which place of the alphabet is '{w[0]}': {', '.join(w)}?", w[0])
+             for w in WORDS]
+    vowel = [(q, str(int(c in "aeiou"))) for q, c in spelt]
+    reason = asked.unplaced(vowel)
+    assert reason is not None and "no place of a letter it shows" in reason, reason
+    assert asked.unplaced([(q, str(ord(c) - 96)) for q, c in spelt]) is None
+    assert asked.unplaced(vowel[:asked.MIN_DRAWS - 1]) is None
+
+
 SORTED_QUIZ = textwrap.dedent("""\
     from spade_env import QuizEnv
 
@@ -328,6 +340,7 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.misfit(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
+        assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.count_misses(read)[1] == 0, path
         identified += bool(asked.computed(read))
     assert identified >= 12
