@@ -1135,7 +1135,9 @@ def check_answer_counts(ctx: Ctx) -> list[str]:
     changed by a number the question gives. ``answer_fits`` takes any number for a
     count; learn-s41's designer scored "How many places is letter 'x' in word X?" on the
     word's length less one and "Count all vowels: ..." on each word's different letters
-    less one, which every other check accepted."""
+    less one, which every other check accepted. A question asking where a letter
+    stands in the alphabet is answered by the place of a letter it holds
+    (``asked.unplaced``)."""
     problem = asked.uncounted(_quiz_reading(ctx)) or asked.unplaced(
         [(q, answer_of(a)) for q, a in _quiz_draws(ctx)])
     if problem:
