@@ -571,4 +571,3 @@ def unplaced(draws: Sequence[tuple[str, str]]) -> str | None:
     question, answer = example
     return (f"on {missed} of {judged} draws the answer to where a letter stands in the "
             f"alphabet is no place of a letter it shows ({question!r} -> {answer!r})")
-

@@ -465,8 +465,9 @@ def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],
                     f"same answers")
         both = computes & operations_of(theirs)
         if both:
-            return (f"duplicate: the same game as {name}: both answer with {min(both)} "
-                    f"they show, over the same {len(PROBE_WORDS)} words")
+            return (f"duplicate: the same game as {name}: over the same "
+                    f"{len(PROBE_WORDS)} words both answer with {min(both)}, from the "
+                    f"words they show")
     return None
 
 

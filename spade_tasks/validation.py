@@ -950,8 +950,8 @@ def copied_from(seen: list[tuple[list[str], str]],
     - the answer's words in a row, from one place on (learn-s12, learn-s19);
     - the answer's words, each from its own place, in the order shown (learn-s42: "Find
       the letter of the 'x' that is a letter of 'y'" scored on "x y"), or in another
-      order that no task text (``texts``) asks for (learn-s43: "Write the letter 'x' at
-      the given place 'y'" scored on "y x"); a list sorted moves with the draw, and one
+      order that no task text (``texts``) asks for (learn-s43: "Which letter of the word
+      X at position 3 has 'l'?" scored on "l 3"); a list sorted moves with the draw, and one
       reversed where a text asks for an order is a task, and both pass;
     - ``ECHO_RUN`` or more of the task text's words in a row, from one place on, held
       anywhere in the answer: the question's own sentence written back (min-p's probe,

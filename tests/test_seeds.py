@@ -243,7 +243,7 @@ def test_a_quiz_computing_what_a_known_one_does_is_the_same_game(sandbox):
     assert shared_questions(items(four), items(REVERSE_LIST)) < 3
     assert operations_of(items(four)) == {"the words in reverse order"}
     why = same_answers_reason(record(four), [record(REVERSE_LIST)], sandbox)
-    assert why is not None and "both answer with the words in reverse order" in why, why
+    assert why is not None and "both answer with the words in reverse order, from" in why, why
     sorted_ = four.replace("answer = shown[::-1]", "answer = sorted(shown)")
     assert same_answers_reason(record(sorted_), [record(REVERSE_LIST)], sandbox) is None
 

@@ -487,9 +487,9 @@ TWO_LETTERS = textwrap.dedent("""\
 def test_answer_given_finds_an_answer_copied_word_by_word_from_places_apart(sandbox, cfg):
     """learn-s42, generation 4: "Find the letter of the 'x' that is a letter of 'y'"
     scored on "x y", two words each copied from its own place. Written the other way
-    round where no question asks for another order (learn-s43, generation 1: "Write the
-    letter 'x' at the given place 'y'" scored on "y x") they are copied too; asked for
-    in reverse, they are a task (of a kind) and pass."""
+    round where no question asks for another order (learn-s43, generation 0: "Which
+    letter of the word X at position 3 has 'l'?" scored on "l 3") they are copied too;
+    asked for in reverse, they are a task (of a kind) and pass."""
     report = validate_source(TWO_LETTERS, sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].startswith("answer_given:"), report.reasons
