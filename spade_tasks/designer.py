@@ -32,7 +32,7 @@ from spade_tasks.records import Designs, Documents, Verdicts
 from spade_tasks.sandbox import ProgramMeta, Sandbox
 from spade_tasks.store import Store, queries
 from spade_tasks.validation import (MIN_SHARED_QUESTIONS, PROBE_SEEDS, PROBE_WORDS, Report,
-                                    answer_items, behaviour_of, env_class_name,
+                                    answer_items, behaviour_of, env_class_name, read_draw,
                                     shared_questions, validate_source)
 
 if TYPE_CHECKING:
@@ -425,12 +425,9 @@ def operations_of(items: list) -> set[str]:
     """The lexicon's operations (``asked.computed``) that give a quiz's answer from the
     words it shows on every one of its ``answer_items`` they apply to."""
     from spade_tasks import asked
-    from spade_tasks.answers import answer_of
 
-    draws = [("", tuple(dict.fromkeys(shown)),
-              tuple(a.strip().lower() for a in answer_of(answer).split(",")))
-             for (shown, _), answer in items]
-    return {op.name for op in asked.computed(draws)}
+    return {op.name for op in asked.computed(
+        [read_draw("", shown, answer) for (shown, _), answer in items])}
 
 
 def same_answers_reason(rec: EnvRecord, known: list[EnvRecord],

@@ -977,12 +977,13 @@ def copied_from(seen: list[tuple[list[str], str]],
         each = [_fixed({p for i, w in enumerate(words) if w == span[t]
                         for p in _both_ends(i, len(words))}
                        for (words, _), span in zip(seen, spans)) for t in range(width)]
-        places = ", ".join(_place(min(p, key=abs)) for p in each if p)
-        if all(each) and _in_order(each, len(seen[0][0])):
-            return f"the task text's {places}, in the order shown", "those words"
-        if all(each) and texts and not REORDER_ASK.search(_template(texts)):
-            return (f"the task text's {places}, in an order no question asks for",
-                    "those words")
+        if all(each):
+            places = ", ".join(_place(min(p, key=abs)) for p in each)
+            if _in_order(each, len(seen[0][0])):
+                return f"the task text's {places}, in the order shown", "those words"
+            if texts and not REORDER_ASK.search(_template(texts)):
+                return (f"the task text's {places}, in an order no question asks for",
+                        "those words")
     echoed = _fixed(_echoes(words, span) for (words, _), span in zip(seen, spans))
     if echoed:
         where = _place(min(echoed, key=abs))
@@ -1121,7 +1122,7 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
     player is told what to write but not how many times, so it wins only by guessing;
     every other check accepted such quizzes (learn-s41: 3 of its 10 accepted designs of
     generations 4-5)."""
-    problem = asked.unstated_repeat([(q, answer_of(a)) for q, a in _quiz_draws(ctx)])
+    problem = asked.unstated_repeat(_quiz_answers(ctx))
     if problem:
         return [f"answer_repeated: {problem}; a player can only guess how many times"]
     ctx.notes["answer_repeated"] = "the answer is not a text repeated an unstated number of times"
@@ -1138,8 +1139,7 @@ def check_answer_counts(ctx: Ctx) -> list[str]:
     less one, which every other check accepted. A question asking where a letter
     stands in the alphabet is answered by the place of a letter it holds
     (``asked.unplaced``)."""
-    problem = asked.uncounted(_quiz_reading(ctx)) or asked.unplaced(
-        [(q, answer_of(a)) for q, a in _quiz_draws(ctx)])
+    problem = asked.uncounted(_quiz_reading(ctx)) or asked.unplaced(_quiz_answers(ctx))
     if problem:
         return [f"answer_counts: {problem}; a player counting what it asks never wins"]
     ctx.notes["answer_counts"] = "each how-many answer is a count of the words shown"
@@ -1157,20 +1157,29 @@ def _quiz_draws(ctx: Ctx) -> list[tuple[str, str]]:
     return ctx.draws
 
 
+def _quiz_answers(ctx: Ctx) -> list[tuple[str, str]]:
+    """A word quiz's probe draws as (question, the oracle's answer without its box)."""
+    return [(q, answer_of(a)) for q, a in _quiz_draws(ctx)]
+
+
 def _quiz_reading(ctx: Ctx) -> list[asked.Draw]:
     """``read_draws`` of a word quiz's probe draws; Skipped where there are none."""
     return read_draws(_quiz_draws(ctx))
 
 
+def read_draw(text: str, shown: Iterable[str], answer: str) -> asked.Draw:
+    """One draw as the lexicon of ``asked`` reads it: the question, the probe words it
+    shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches it (items
+    split at commas, lower case)."""
+    return (text, tuple(dict.fromkeys(shown)),
+            tuple(a.strip().lower() for a in answer_of(answer).split(",")))
+
+
 def read_draws(draws: list[tuple[str, str]] | None) -> list[asked.Draw] | None:
-    """``probe_draws`` as the lexicon of ``asked`` reads them: each question, the probe
-    words it shows (in order, each once) and the oracle's answer as ``QuizEnv`` matches
-    it (items split at commas, lower case)."""
+    """``probe_draws`` as the lexicon of ``asked`` reads them (``read_draw``)."""
     if draws is None:
         return None
-    return [(text, tuple(dict.fromkeys(_shown(text))),
-             tuple(a.strip().lower() for a in answer_of(answer).split(",")))
-            for text, answer in draws]
+    return [read_draw(text, _shown(text), answer) for text, answer in draws]
 
 
 def _short(text: str, limit: int = 60) -> str:
