@@ -951,8 +951,10 @@ def copied_from(seen: list[tuple[list[str], str]],
     - the answer's words, each from its own place, in the order shown (learn-s42: "Find
       the letter of the 'x' that is a letter of 'y'" scored on "x y"), or in another
       order that no task text (``texts``) asks for (learn-s43: "Which letter of the word
-      X at position 3 has 'l'?" scored on "l 3"); a list sorted moves with the draw, and one
-      reversed where a text asks for an order is a task, and both pass;
+      X at position 3 has 'l'?" scored on "l 3"), also where a word drawn empty is
+      missing from both answer and text on some seeds (``_word_places``); a list sorted
+      moves with the draw, and one reversed where a text asks for an order is a task,
+      and both pass;
     - ``ECHO_RUN`` or more of the task text's words in a row, from one place on, held
       anywhere in the answer: the question's own sentence written back (min-p's probe,
       2026-12-07: "Write the word 'a, b, c' with exactly one vowel ..." scored on "The
@@ -973,23 +975,57 @@ def copied_from(seen: list[tuple[list[str], str]],
         where = _place(min(starts, key=abs))
         return ((f"the words from {where} of the task text on, as shown", "them")
                 if width > 1 else (f"{where} of the task text", "that word"))
-    if width > 1 and all(len(span) == width for span in spans):
-        each = [_fixed({p for i, w in enumerate(words) if w == span[t]
-                        for p in _both_ends(i, len(words))}
-                       for (words, _), span in zip(seen, spans)) for t in range(width)]
-        if all(each):
-            places = ", ".join(_place(min(p, key=abs)) for p in each)
-            if _in_order(each, len(seen[0][0])):
-                return f"the task text's {places}, in the order shown", "those words"
-            if texts and not REORDER_ASK.search(_template(texts)):
-                return (f"the task text's {places}, in an order no question asks for",
-                        "those words")
+    placed = _word_places([words for words, _ in seen], spans) if width > 1 else None
+    if placed:
+        each, n = placed
+        places = ", ".join(_place(min(p, key=abs)) for p in each)
+        if _in_order(each, n):
+            return f"the task text's {places}, in the order shown", "those words"
+        if texts and not REORDER_ASK.search(_template(texts)):
+            return (f"the task text's {places}, in an order no question asks for",
+                    "those words")
     echoed = _fixed(_echoes(words, span) for (words, _), span in zip(seen, spans))
     if echoed:
         where = _place(min(echoed, key=abs))
         return (f"the task text itself, {ECHO_RUN} or more of its words in a row from "
                 f"{where}", "the question back")
     return None
+
+
+def _word_places(texts: list[list[str]],
+                 spans: list[list[str]]) -> tuple[list[set[int]], int] | None:
+    """The fixed places (from either end) of each word of the longest answers, and the
+    length of a text they were found in, if every seed's answer is copied word by word
+    from them, else None. The places are found on
+    the seeds whose answer has all its words, which must be at least half. A shorter
+    answer counts as copied where its text is shorter by as many words (the word it
+    lacks was drawn empty and is missing from both: learn-s43's "Write the letter '' at
+    the given place 'y'" scored on "y") and its words stand at those places in their
+    order. A shorter answer under a text as long picks some of the words shown (a
+    filter: "the words with an 'a'"), which is a task, and passes."""
+    width = max(map(len, spans))
+    full = [(words, span) for words, span in zip(texts, spans) if len(span) == width]
+    if 2 * len(full) < len(spans):
+        return None
+    each = [_fixed({p for i, w in enumerate(words) if w == span[t]
+                    for p in _both_ends(i, len(words))} for words, span in full)
+            for t in range(width)]
+    if not all(each):
+        return None
+    rest = len(full[0][0]) - width
+    for words, span in zip(texts, spans):
+        if len(span) < width and (len(words) - len(span) != rest
+                                  or not _picked(words, span, each)):
+            return None
+    return each, len(full[0][0])
+
+
+def _picked(words: list[str], span: list[str], each: list[set[int]]) -> bool:
+    """Whether ``span``'s words stand in ``words`` at places of ``each``, one set each,
+    the sets taken in their order (some skipped)."""
+    sets = iter(each)
+    return all(any(any(-len(words) <= p < len(words) and words[p] == w for p in places)
+                   for places in sets) for w in span)
 
 
 REORDER_ASK = re.compile(r"revers|backward|order|sort|swap|switch|rotat|shift|alphabet"

@@ -505,6 +505,54 @@ def test_answer_given_finds_an_answer_copied_word_by_word_from_places_apart(sand
     assert check.status == "pass", check.detail
 
 
+SOME_EMPTY = textwrap.dedent("""\
+    from spade_env import QuizEnv
+
+    WORDS = ["unions", "workers", "have", "warned", "industrial", "action", "company"]
+
+
+    class LetterOfTheWordEnv(QuizEnv):
+        \"\"\"A letter written at a place.\"\"\"
+
+        def questions(self, rng):
+            word = rng.choice(WORDS)
+            letter = rng.choice(["", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"])
+            question = f"Write the letter '{letter}' at the given place '{word[1]}'"
+            return [(question, word[1] + " " + letter)]
+
+        def hint(self):
+            return "Write the letter at the given place."
+""")
+
+
+def test_answer_given_finds_a_copy_whose_drawn_word_is_sometimes_empty(sandbox, cfg):
+    """learn-s43, generation 1: "Write the letter 'x' at the given place 'y'" scored on
+    "y x", where x is drawn empty one time in twelve: then the answer is "y" alone and
+    the text lacks x too. The copy is the same; the seeds' answers differ in length."""
+    report = validate_source(SOME_EMPTY, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_given:"), report.reasons
+    assert "in an order no question asks for" in report.reasons[0], report.reasons
+
+
+def test_a_filter_of_the_words_shown_is_not_a_copy():
+    """Answers of fewer words under texts as long pick some of the words shown (the
+    words with an 'a'): a task, even where every word shown is picked on most seeds.
+    Answers that lack a word their texts lack too are copies."""
+    from spade_tasks.validation import copied_from
+
+    shown = ["lamp", "sofa", "desk", "chair"]
+    texts = [["which", "have", "an", "a", *shown]] * 6
+    spans = [shown] * 4 + [["lamp", "sofa", "chair"], ["sofa"]]
+    assert copied_from([(t, " ".join(s)) for t, s in zip(texts, spans)]) is None
+
+    pairs = [("b", "e"), ("c", "f"), ("d", "g"), ("h", "k"), ("", "m"), ("", "n")]
+    seen = [(["write", *([x] if x else []), "at", "place", y, "now"], f"{x} {y}".strip())
+            for x, y in pairs]
+    assert copied_from(seen) == ("the task text's word 2, word 2 from the end, in the "
+                                 "order shown", "those words")
+
+
 ECHOED = textwrap.dedent("""\
     from spade_env import QuizEnv
 
