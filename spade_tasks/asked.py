@@ -208,7 +208,12 @@ def unasked(draws: Sequence[Draw], scored: Sequence[Operation] | None = None) ->
             asked = [op for op in OPERATIONS
                      if op.asked_in(text) and op.compute(words) is not None]
             if asked:
-                return (f"the question asks for {asked[0].name} ({question.strip()[:80]!r}) "
+                # Every reading the lexicon finds: "Which letter ... comes first in the
+                # alphabet?" reads as three, and naming one of them misleads.
+                names = [op.name for op in asked]
+                read = names[0] if len(names) == 1 else \
+                    f"{', '.join(names[:-1])} or {names[-1]}"
+                return (f"the question asks for {read} ({question.strip()[:80]!r}) "
                         f"but the answer on every draw is {scored[0].name}")
     return None
 

@@ -94,6 +94,16 @@ def _one(question: str, answer) -> list[asked.Draw]:
             for w in WORDS]
 
 
+def test_a_refusal_names_every_reading_of_the_question():
+    """learn-s44, generation 0: "Which letter of the word 'oxen' comes first in the
+    alphabet?" scored on its vowels. The lexicon reads "letter" as its length too; a
+    message naming only that reading told the designer's reader the wrong thing."""
+    question = "Which letter of the word '{}' comes first in the alphabet?"
+    reason = asked.unasked(_one(question, asked._vowels))
+    assert reason is not None and "or the word's first letter (" in reason, reason
+    assert reason.startswith("the question asks for the number of letters of the word, "), reason
+
+
 @pytest.mark.parametrize("question, answer, kind", [
     # learn-s40, generation 5: a count scored on the word's largest letter
     ("How many letters does the word '{}' have?", max, "a number"),
