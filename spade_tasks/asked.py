@@ -95,6 +95,7 @@ _BACK = (r"revers|backward|mirror|right to left|invert|flip|opposite"
 _FIRST, _LAST, _LETTER = r"first|start|begin|initial", r"last|end|final", r"letter|initial|char"
 _ALPHA = r"alphabet|sort|a to z|abc|dictionary|lexicograph"
 _LETTERS = r"letter|long|length|character|size"
+_DIFFERENT = r"different|distinct|unique"
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("the word spelt backwards", (_BACK,), _one(lambda w: w[::-1])),
@@ -102,6 +103,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("the number of vowels of the word", (r"vowel",), _one(_vowels)),
     Operation("the number of consonants of the word", (r"consonant",),
               _one(lambda w: len(w) - _vowels(w))),
+    # learn-s43's designs, once probed (``validation.hoist_word_lists``): "How many
+    # letters does X have?" and "How many different vowels are in X?" both scored on
+    # X's different letters, which no operation here computed, so neither was judged.
+    Operation("the number of different letters of the word", (_DIFFERENT, _LETTER),
+              _one(lambda w: len(set(w)))),
+    Operation("the number of different vowels of the word", (_DIFFERENT, r"vowel"),
+              _one(lambda w: len(set(w) & set(VOWELS)))),
     Operation("the word without its vowels", (r"vowel",),
               _one(lambda w: "".join(c for c in w if c not in VOWELS))),
     Operation("the word's letters in alphabetical order", (_ALPHA + r"|order",),

@@ -441,12 +441,82 @@ Question = tuple[tuple[str, ...], tuple[str, ...]]
 in order, and the numbers it states."""
 
 
+HOISTED = "_SPADE_WORDS_"
+"""The name stem of the word lists ``hoist_word_lists`` moves to the top of a program."""
+HOIST_MIN = 4
+"""Words a list written inside a function needs to be read as data: the options a
+question picks from ("yes", "no"; "first", "last", "middle") are fewer."""
+
+
+def hoist_word_lists(source: str) -> str:
+    """``source`` with each list or tuple of ``HOIST_MIN`` or more words (string
+    constants of two or more characters each) written inside a function moved to a
+    table at the top of the module, where ``WORDS_OPTION`` replaces it: a list is read
+    as a fresh copy, as the literal made one on each call. A quiz that draws its words
+    from a list inside ``questions()`` is then probed like one drawing from ``WORDS``
+    (learn-s43 wrote 12 of 128 designs so, "How many letters does X have?" among them,
+    each refused unread by ``words_ignored``). Lists of letters ("a", "e", ...) and short
+    lists of options ("yes", "no") stay: they are rules, not data. The source comes
+    back unchanged where nothing moves (or it does not parse)."""
+    try:
+        tree = pysyntax.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    tables: list[ast.Assign] = []
+
+    class Hoist(ast.NodeTransformer):
+        def visit_List(self, node):
+            return self._hoisted(node, copy=True)
+
+        def visit_Tuple(self, node):
+            return self._hoisted(node, copy=False)
+
+        def _hoisted(self, node, copy: bool):
+            if len(node.elts) < HOIST_MIN or not all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    and len(e.value) >= 2 for e in node.elts) \
+                    or not isinstance(node.ctx, ast.Load):
+                return self.generic_visit(node)
+            name = f"{HOISTED}{len(tables)}"
+            tables.append(ast.Assign([ast.Name(name, ast.Store())], node))
+            read = ast.Name(name, ast.Load())
+            return ast.Call(ast.Name("list", ast.Load()), [read], []) if copy else read
+
+    class InFunctions(ast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            return Hoist().visit(node)
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+    tree = InFunctions().visit(tree)
+    if not tables:
+        return source
+    first = next((i for i, n in enumerate(tree.body)
+                  if not isinstance(n, (ast.Import, ast.ImportFrom))
+                  and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))),
+                 len(tree.body))
+    tree.body[first:first] = tables
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
 def probe_draws(sandbox: Sandbox, source: str, class_name: str,
                 seeds: int = PROBE_DRAWS) -> list[tuple[str, str]] | None:
     """A quiz's first question and the oracle's first answer on each of ``seeds`` seeds
     with its word tables set to ``PROBE_WORDS`` (a ``QuizEnv``'s ``WORDS_OPTION``), up
-    to the first seed it fails on. None for a program that is not such a quiz (no word
-    table, no oracle) or that fails on the probe words within ``PROBE_SEEDS`` seeds."""
+    to the first seed it fails on; word lists written inside its functions count as
+    tables (``hoist_word_lists``), unless the quiz then fails where it did not (a list
+    of names it dispatches on is not data). None for a program that is not such a quiz
+    (no word table, no oracle) or that fails on the probe words within ``PROBE_SEEDS``
+    seeds."""
+    hoisted = hoist_word_lists(source)
+    draws = _probe(sandbox, hoisted, class_name, seeds)
+    if draws is None and hoisted != source:
+        draws = _probe(sandbox, source, class_name, seeds)
+    return draws
+
+
+def _probe(sandbox: Sandbox, source: str, class_name: str,
+           seeds: int) -> list[tuple[str, str]] | None:
     draws = []
     with sandbox.open(source, class_name, {"max_turns": 1}) as ep:
         if not ep.load_result.ok or not ep.meta.has_oracle:
@@ -740,7 +810,9 @@ def check_words_ignored(ctx: Ctx) -> list[str]:
     behaviour) vary its data through its tables, as ``seed_ignored`` varies its seed; a
     quiz that draws from a list written inside ``questions`` shows them none of it, and
     learn-s41's designer wrote 4 of its 13 accepted designs of generations 4-7 so (3 of
-    them asking one thing and scoring another). A quiz without tables is not judged."""
+    them asking one thing and scoring another). A list of words inside ``questions``
+    is a table too (``hoist_word_lists``); words written in one string, or in a list
+    too short to be data, are not. A quiz without tables is not judged."""
     draws = _quiz_draws(ctx)
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": 1}) as ep:
         for seed, (probed, _) in enumerate(draws[:PROBE_SEEDS]):
@@ -751,7 +823,8 @@ def check_words_ignored(ctx: Ctx) -> list[str]:
     n = min(len(draws), PROBE_SEEDS)
     return [f"words_ignored: with its word tables replaced by other words, the questions "
             f"on seeds 0-{n - 1} stay the same (seed 0: {_short(draws[0][0])}); draw the "
-            "words from the tables (WORDS), not from a list inside questions()"]
+            f"words from a list of {HOIST_MIN} or more (WORDS), not from a string or a "
+            "few words written in questions()"]
 
 
 ANSWER_SEEDS = 64

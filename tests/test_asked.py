@@ -104,6 +104,21 @@ def test_a_refusal_names_every_reading_of_the_question():
     assert reason.startswith("the question asks for the number of letters of the word, "), reason
 
 
+@pytest.mark.parametrize("question, asks", [
+    ("How many letters does '{}' have?", "the number of letters of the word"),
+    ("How many different vowels are in '{}'?", "the number of vowels of the word"),
+])
+def test_different_letters_are_scored_only_where_asked(question, asks):
+    """learn-s43, generations 3 and 4, once their inline word lists were probed: both
+    scored a word's different letters, which the lexicon did not compute, so neither
+    was judged. Asked for, the same answer passes."""
+    distinct = lambda w: len(set(w))  # noqa: E731
+    reason = asked.unasked(_one(question, distinct))
+    assert reason is not None and reason.startswith(f"the question asks for {asks}"), reason
+    assert reason.endswith("is the number of different letters of the word"), reason
+    assert asked.unasked(_one("How many different letters does '{}' have?", distinct)) is None
+
+
 @pytest.mark.parametrize("question, answer, kind", [
     # learn-s40, generation 5: a count scored on the word's largest letter
     ("How many letters does the word '{}' have?", max, "a number"),

@@ -710,20 +710,92 @@ def test_answer_repeated_refuses_a_letter_written_an_unstated_number_of_times(sa
                       "the answer is one text written 2 times", stated)
 
 
-def test_words_ignored_refuses_a_quiz_drawing_from_a_list_of_its_own(sandbox, cfg):
-    """learn-s41, generation 5: a quiz with a WORDS table that draws from a list written
+def test_words_ignored_refuses_a_quiz_drawing_from_words_of_its_own(sandbox, cfg):
+    """learn-s41, generation 5: a quiz with a WORDS table that draws from words written
     inside questions() ("Which letter of X is first?" scored on the second letter): the
-    probe words never reach its questions, so the checks that read them cannot. The same
-    quiz drawing from WORDS passes."""
-    inline = _unpadded("word = rng.choice(WORDS)",
-                       'word = rng.choice(["table", "chair", "lamp", "shelf"])')
-    assert '"lamp", "shelf"])' in inline
-    report = validate_source(inline, sandbox, cfg)
+    probe words never reach its questions, so the checks that read them cannot. Words
+    in one string stay out of reach and are refused; a list of four or more words
+    inside questions() is probed as a table (``hoist_word_lists``), so it is read: the
+    count it asks for passes, and the same list scored on another thing is refused by
+    the check that reads it, not left unread. The same quiz drawing from WORDS passes."""
+    in_text = _unpadded("word = rng.choice(WORDS)",
+                        'word = rng.choice("table chair lamp shelf".split())')
+    report = validate_source(in_text, sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].startswith("words_ignored: with its word tables replaced"), \
         report.reasons
+    inline = in_text.replace('"table chair lamp shelf".split()',
+                             '["table", "chair", "lamp", "shelf"]')
+    report = validate_source(inline, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "words_ignored"]
+    assert check.status == "pass", check.detail
+    assert report.accepted, report.reasons
+    unasked = inline.replace('answer = str(sum(c in "aeiou" for c in word))',
+                             "answer = str(len(word))")
+    report = validate_source(unasked, sandbox, cfg)
+    assert report.reasons[0].startswith("answer_asked:"), report.reasons
     plain = inline.replace('rng.choice(["table", "chair", "lamp", "shelf"])', "rng.choice(WORDS)")
     report = validate_source(plain, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "words_ignored"]
     assert check.status == "pass", check.detail
     assert report.accepted, report.reasons
+
+
+def test_word_lists_inside_functions_are_probed_as_tables():
+    """``hoist_word_lists`` moves lists of four or more words out of functions, read as a
+    fresh copy each call; letters, short option lists and module tables stay."""
+    from spade_tasks.validation import HOISTED, hoist_word_lists
+
+    source = textwrap.dedent("""\
+        from spade_env import QuizEnv
+
+        class E(QuizEnv):
+            def questions(self, rng):
+                words = ["table", "chair", "lamp", "shelf"]
+                rng.shuffle(words)
+                vowels = ["a", "e", "i", "o", "u"]
+                pick = rng.choice(("first", "last"))
+                return [(f"{pick}: {', '.join(words)}", words[0])]
+        """)
+    hoisted = hoist_word_lists(source)
+    assert f"{HOISTED}0 = ['table', 'chair', 'lamp', 'shelf']" in hoisted, hoisted
+    assert f"words = list({HOISTED}0)" in hoisted, hoisted
+    assert f"{HOISTED}1" not in hoisted  # the vowels and the two options stay
+    assert hoisted.index(f"{HOISTED}0 =") < hoisted.index("class E")
+    namespace: dict = {}
+    exec(hoisted.replace("from spade_env import QuizEnv", "QuizEnv = object"), namespace)
+    import random
+    env = namespace["E"]()
+    firsts = {env.questions(random.Random(s))[0][1] for s in range(20)}
+    assert len(firsts) > 1 and namespace[f"{HOISTED}0"] == ["table", "chair", "lamp", "shelf"]
+    nothing = source.replace('["table", "chair", "lamp", "shelf"]', "list(WORDS)")
+    assert hoist_word_lists(nothing) == nothing
+    assert hoist_word_lists("def broken(:") == "def broken(:"
+
+
+def test_a_list_of_names_a_quiz_dispatches_on_is_left_as_it_is(sandbox):
+    """Read as data, four kinds of question named in a list become probe words and the
+    quiz raises on every draw; the probe then reads the quiz as it is written, so it is
+    judged as before over its WORDS table instead of escaping the checks unread."""
+    from spade_tasks.validation import PROBE_WORDS, hoist_word_lists, probe_draws
+
+    source = textwrap.dedent("""\
+        from spade_env import QuizEnv
+
+        WORDS = ["table", "chair", "lamp", "shelf", "sofa", "desk"]
+
+
+        class KindsEnv(QuizEnv):
+            def questions(self, rng):
+                kind = rng.choice(["first", "last", "second", "length"])
+                word = rng.choice(WORDS)
+                answers = {"first": word[0], "last": word[-1], "second": word[1],
+                           "length": str(len(word))}
+                return [(f"What is the {kind} letter of '{word}'?", answers[kind])]
+
+            def hint(self):
+                return "Read the word."
+        """)
+    assert hoist_word_lists(source) != source
+    draws = probe_draws(sandbox, source, "KindsEnv")
+    assert draws and all(any(w in q for w in PROBE_WORDS) for q, _ in draws), draws
