@@ -207,8 +207,9 @@ REJECTION_STAGES: tuple[str, ...] = (
     "no_code", "parse", "env_class", "imports", "load", "max_turns", "limits",
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
-    "words_ignored", "answer_determined", "answer_given", "answer_asked", "answer_unshown",
-    "answer_fits", "answer_repeated", "answer_counts", "non_trivial", "floor_gap",
+    "words_ignored", "answer_determined", "answer_given", "answer_constant", "answer_asked",
+    "answer_unshown", "answer_fits", "answer_repeated", "answer_counts", "non_trivial",
+    "floor_gap",
     "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
@@ -224,9 +225,10 @@ DUPLICATE_PROGRESS = (REJECTION_STAGES.index("parse") + 0.999) / len(REJECTION_S
 shows the whole contract but fails every later check. Below that, a designer learns to
 break its programs to escape a copy's floor (measured: docs/learning.md, "Notes on the
 early runs"); above it, copying would earn more than trying and failing later."""
-FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "floor_gap"})
+FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "answer_constant", "floor_gap"})
 """Rejections that mean a player wins without doing the task (an empty or echoed answer,
-the answer copied from the question, another uninformed player): the program runs and
+the answer copied from the question, one answer right on nearly every draw, another
+uninformed player): the program runs and
 gets through most checks, but what it pays for is not a task. Like a duplicate they
 earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
 earned more than most honest failures and the designer drifted towards them (learn-s21:

@@ -17,6 +17,7 @@ still runs in a fresh sandbox worker.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -336,6 +337,8 @@ class Ctx:
     episodes: dict[tuple[str, int], Played] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     """What a passing check measured, shown as its detail."""
+    shared: dict[str, object] = field(default_factory=dict)
+    """What one check measured for the next ones (``_first_answers``)."""
     load_seconds: float = 0.0
 
     @property
@@ -958,6 +961,39 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+FirstAnswer = tuple[list[str], str, str]
+"""A reset's first task as words, the oracle's first answer (unboxed, lower case) and the
+task text."""
+
+
+def _first_answers(ctx: Ctx, check: str) -> list[FirstAnswer] | str:
+    """The first task and answer of each of ``ANSWER_SEEDS`` resets, played once and
+    shared by ``answer_given`` and ``answer_constant``; or the reason, under ``check``'s
+    name, why they could not be read."""
+    if "first_answers" not in ctx.shared:
+        ctx.shared["first_answers"] = _read_first_answers(ctx)
+    got = ctx.shared["first_answers"]
+    return got if isinstance(got, list) else got(check)
+
+
+def _read_first_answers(ctx: Ctx) -> list[FirstAnswer] | Callable[[str], str]:
+    seen: list[FirstAnswer] = []
+    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
+        if not ep.load_result.ok:
+            error = ep.load_result.error
+            return lambda check: f"load: {error}"
+        for seed in range(ANSWER_SEEDS):
+            r = ep.reset(seed)
+            o = ep.oracle() if r.ok else r
+            if not o.ok:
+                failed, what = Played(seed, error=o.error), \
+                    f"{'reset' if not r.ok else 'oracle'} on seed {seed}"
+                return lambda check: _fault(check, failed, what)
+            text = str(r.value[0])
+            seen.append((_words(text), answer_of(str(o.value)).lower(), text))
+    return seen
+
+
 def check_answer_given(ctx: Ctx) -> list[str]:
     """Where the first observation must decide the first answer (as for
     ``answer_determined``), the answer is not always copied from the same places of the
@@ -971,18 +1007,9 @@ def check_answer_given(ctx: Ctx) -> list[str]:
     answer moves (a word picked from a shuffled list) passes: over 64 seeds no place
     holds it every time."""
     _first_task_decides(ctx)
-    seen: list[tuple[list[str], str, str]] = []
-    with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
-        if not ep.load_result.ok:
-            return [f"load: {ep.load_result.error}"]
-        for seed in range(ANSWER_SEEDS):
-            r = ep.reset(seed)
-            o = ep.oracle() if r.ok else r
-            if not o.ok:
-                return [_fault("answer_given", Played(seed, error=o.error),
-                               f"{'reset' if not r.ok else 'oracle'} on seed {seed}")]
-            text = str(r.value[0])
-            seen.append((_words(text), answer_of(str(o.value)).lower(), text))
+    seen = _first_answers(ctx, "answer_given")
+    if isinstance(seen, str):
+        return [seen]
     found = copied_from([(words, answer) for words, answer, _ in seen],
                         [text for _, _, text in seen])
     if found:
@@ -992,6 +1019,36 @@ def check_answer_given(ctx: Ctx) -> list[str]:
                 f"{told} (seed 0: {_short(text)} -> {answer!r}); a player that copies "
                 f"{copied} wins without doing the task"]
     ctx.notes["answer_given"] = "no place in the task text holds the answer on every seed"
+    return []
+
+
+CONSTANT_SHARE = 0.75
+"""The most of ``ANSWER_SEEDS`` resets one answer may be right on. Above
+``floor_gap``'s 0.5 so that a fair yes-or-no question, right on about half the seeds, is
+not refused by the luck of 64 draws (above 48 of 64 at odds of one in ten thousand)."""
+
+
+def check_answer_constant(ctx: Ctx) -> list[str]:
+    """In a game of one answer, no one answer is right on more than ``CONSTANT_SHARE``
+    of ``ANSWER_SEEDS`` resets: a player that always writes it wins without reading the
+    task. ``floor_gap``'s players borrow the answer of another of the three validation
+    seeds, so an answer that is the same on nearly every draw passes there whenever one
+    of the three draws the rare other: learn-s44 accepted "How many letters is 'x' right
+    next to 'y'? Count from 1." scored on 1 on 63 of 64 seeds, 0 on seed 2. A game of
+    several answers is left to ``floor_gap``, whose players play them all."""
+    _first_task_decides(ctx)
+    if ctx.max_turns != 1:
+        raise Skipped("a constant first answer wins one turn of several")
+    seen = _first_answers(ctx, "answer_constant")
+    if isinstance(seen, str):
+        return [seen]
+    answer, n = collections.Counter(a for _, a, _ in seen).most_common(1)[0]
+    share = n / len(seen)
+    if share > CONSTANT_SHARE + EPS:
+        return [f"answer_constant: the answer is {answer!r} on {n} of {len(seen)} seeds "
+                f"looked at (seed 0: {_short(seen[0][2])}); a player that always writes it "
+                f"wins without doing the task"]
+    ctx.notes["answer_constant"] = f"the commonest answer, {answer!r}, on {n} of {len(seen)} seeds"
     return []
 
 
@@ -1456,7 +1513,7 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_oracle_missing, check_oracle_feasible, check_determinism,
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_words_ignored, check_answer_determined, check_answer_given,
-                  check_answer_asked, check_answer_unshown, check_answer_fits,
+                  check_answer_constant, check_answer_asked, check_answer_unshown, check_answer_fits,
                   check_answer_repeated, check_answer_counts,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]

@@ -432,6 +432,7 @@ def test_validate_all_json_reports_every_check(tmp_path):
     # a hidden number, found by feedback: the first task text decides nothing
     assert statuses.pop("answer_determined") == "skip"
     assert statuses.pop("answer_given") == "skip"
+    assert statuses.pop("answer_constant") == "skip"
     assert statuses.pop("answer_asked") == "skip"  # not a word quiz
     assert statuses.pop("answer_unshown") == "skip"
     assert statuses.pop("answer_fits") == "skip"

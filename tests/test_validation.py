@@ -343,6 +343,11 @@ QUIZ_GAMING = {
     # the question names its answer, unquoted, always at the same place (learn-s12:
     # "Which of these words is X in the list?", answer X)
     "answer_given": QUIZ.replace('f"What is {a} + {b}?"', 'f"Which number is {a + b}: {a}, {b}?"'),
+    # one answer right on nearly every draw (learn-s44: "How many letters is 'x' right
+    # next to 'y'?" scored on 1 on 63 of 64 seeds); floor_gap's players borrow another
+    # of three seeds' answers and miss it whenever one of them draws the rare other
+    "answer_constant": QUIZ.replace('f"What is {a} + {b}?"', 'f"Is {a} + {b} more than 30?"')
+    .replace("str(a + b)", '"yes" if a + b > 30 else "no"'),
 }
 
 ANY_EVEN = textwrap.dedent(r"""
@@ -594,6 +599,16 @@ def test_quiz_env_subclass_is_accepted(sandbox, cfg):
     assert report.meta.has_oracle and report.meta.has_hint and report.meta.max_turns == 1
 
 
+def test_answer_constant_passes_a_fair_yes_or_no_question(sandbox, cfg):
+    """Right on about half the draws, either answer: a question, not a free win."""
+    even = QUIZ_GAMING["answer_constant"].replace("more than 30?", "even?").replace(
+        "a + b > 30", "(a + b) % 2 == 0")
+    report = validate_source(even, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_constant"]
+    assert check.status == "pass", check.detail
+    assert "of 64 seeds" in check.detail
+
+
 @pytest.mark.parametrize("reason", sorted(QUIZ_GAMING))
 def test_quiz_env_subclass_gets_no_pass_from_its_base(sandbox, cfg, reason):
     report = validate_source(QUIZ_GAMING[reason], sandbox, cfg)
@@ -719,13 +734,13 @@ def test_words_ignored_refuses_a_quiz_drawing_from_words_of_its_own(sandbox, cfg
     count it asks for passes, and the same list scored on another thing is refused by
     the check that reads it, not left unread. The same quiz drawing from WORDS passes."""
     in_text = _unpadded("word = rng.choice(WORDS)",
-                        'word = rng.choice("table chair lamp shelf".split())')
+                        'word = rng.choice("sky lamp table carpet".split())')
     report = validate_source(in_text, sandbox, cfg)
     assert not report.accepted
     assert report.reasons[0].startswith("words_ignored: with its word tables replaced"), \
         report.reasons
-    inline = in_text.replace('"table chair lamp shelf".split()',
-                             '["table", "chair", "lamp", "shelf"]')
+    inline = in_text.replace('"sky lamp table carpet".split()',
+                             '["sky", "lamp", "table", "carpet"]')
     report = validate_source(inline, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "words_ignored"]
     assert check.status == "pass", check.detail
@@ -734,7 +749,7 @@ def test_words_ignored_refuses_a_quiz_drawing_from_words_of_its_own(sandbox, cfg
                              "answer = str(len(word))")
     report = validate_source(unasked, sandbox, cfg)
     assert report.reasons[0].startswith("answer_asked:"), report.reasons
-    plain = inline.replace('rng.choice(["table", "chair", "lamp", "shelf"])', "rng.choice(WORDS)")
+    plain = inline.replace('rng.choice(["sky", "lamp", "table", "carpet"])', "rng.choice(WORDS)")
     report = validate_source(plain, sandbox, cfg, run_all=True)
     (check,) = [c for c in report.checks if c.name == "words_ignored"]
     assert check.status == "pass", check.detail
