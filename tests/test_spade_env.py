@@ -612,3 +612,18 @@ def test_quiz_env_draws_from_other_words_only_when_asked_and_restores_its_tables
     assert env.oracle()[len("\\boxed{"):-1] in probe and any(w in obs for w in probe)
     assert WORDS_TABLE == ["north", "south", "east"] and NOT_A_TABLE == ["one"]
     assert not any(w in env.reset(seed=1)[0] for w in probe)  # restored for the next draw
+
+
+@pytest.mark.parametrize("answer", [{"a", "b"}, {"a": 1}, ["a", {"b"}], object()])
+def test_quiz_env_refuses_an_answer_no_player_can_write(answer):
+    """learn-s44, generation 4: an answer scored on ``set(word)``, a Python form whose
+    order no player can know. Strings, numbers and lists of them are answers."""
+    class Quiz(spade_env.QuizEnv):
+        def questions(self, rng):
+            return [("Which?", answer)]
+
+    with pytest.raises(TypeError, match="an answer is a string, a number or a list"):
+        Quiz().reset(seed=0)
+    for fine in ("a", 3, 2.5, ["a", 1], ("a", "b")):
+        Quiz.questions = lambda self, rng, fine=fine: [("Which?", fine)]
+        assert Quiz().reset(seed=0)[0].startswith("Which?")

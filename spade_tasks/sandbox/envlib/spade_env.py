@@ -849,12 +849,28 @@ class NudgedRandom(random.Random):
         return x ^ (1 << (k - 1)) if self._nudged() and k > 0 else x
 
 
+_SCALAR = (str, int, float)
+
+
+def _check_answer(answer) -> None:
+    """An answer is a string or number, or a list or tuple of them: what a player can
+    write. A set, a dict or another object would be scored on its Python form (a set's
+    in an order no player can know: learn-s44 scored "Which word comes first ...?" on
+    ``set(word)``), so it is an error of the program."""
+    items = answer if isinstance(answer, (list, tuple)) else [answer]
+    for item in items:
+        if not isinstance(item, _SCALAR):
+            raise TypeError(f"an answer is a string, a number or a list of them, not "
+                            f"{type(item).__name__} ({item!r:.40})")
+
+
 class QuizEnv:
     """Questions with one right answer each, asked one a turn, answered as ``\\boxed{...}``.
 
     A subclass writes ``questions(self, rng)``: ``max_turns`` pairs ``(question,
-    answer)`` drawn from ``rng`` (``random.Random(seed)``), where an answer is a string,
-    or a list of strings answered in order and separated by commas. Matching ignores
+    answer)`` drawn from ``rng`` (``random.Random(seed)``), where an answer is a string
+    or number, or a list of them answered in order and separated by commas (anything
+    else raises at reset: ``_check_answer``). Matching ignores
     case and the spaces around each item. A right answer earns ``1/len(questions)``, a
     wrong one 0, a turn without a box ``FORMAT_PENALTY``; the episode ends after the
     last question. The subclass adds ``hint(self)``; ``oracle`` comes from here.
@@ -876,6 +892,8 @@ class QuizEnv:
             self.asked = [(str(q), a) for q, a in self.questions(rng)]
         if not self.asked:
             raise ValueError("questions(rng) returned no questions")
+        for _, answer in self.asked:
+            _check_answer(answer)
         self.turn = 0
         info = {} if nudge is None else {"draws": rng.draws}
         if words is not None:
