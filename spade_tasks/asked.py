@@ -378,6 +378,13 @@ SAYS_REPEAT = re.compile(r"times|as many|repeat|\beach\b|\bevery|\bonce\b|\bper\
 times changes with the draw, one of them must be in a question."""
 
 
+DIGITS_REPEATED = 3
+"""Times a unit of digits only must be written for ``unstated_repeat`` to read it as a
+text repeated: "22" may be a count, "7777777777" on every draw is none (learn-s44:
+"Write the letter {n} times a specified number of times." scored on n written 10
+times)."""
+
+
 def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
     """Why the quiz's answer is text written a number of times no question states, or
     None. Over the draws (question, answer), letters and digits of each answer only: on
@@ -385,7 +392,9 @@ def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
     ``k >= 2`` times, and no question says ``k``. learn-s41's designer wrote "Write
     the letter 'r' at position r." scored on "rr", and "Spell the word 'x' as one word."
     on 'x' written 26 times: the player is told what to write but never how many times.
-    "Write the letter 'k' 3 times" and "Write X twice" say it and pass; a count that
+    "Write the letter 'k' 3 times" and "Write X twice" say it on every draw and pass (a
+    question that says it on some draws only, where a drawn number happens to be it, does
+    not: learn-s44); a unit of digits counts from ``DIGITS_REPEATED`` times; a count that
     changes with the draw passes where a question says to repeat ("as many times as the
     word has letters", "for each letter"), and is refused where none does (learn-s41:
     "Write the letter 'X' in the place of 'x, y, z'" scored on X written one time fewer
@@ -393,7 +402,8 @@ def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
     counts, example = set(), None
     for question, answer in draws:
         found = period(re.sub(r"[\W_]", "", answer))
-        if found is None or not any(c.isalpha() for c in found[0]):
+        if found is None or not (any(c.isalpha() for c in found[0])
+                                 or found[1] >= DIGITS_REPEATED):
             return None
         counts.add(found[1])
         example = example or (question.strip()[:80], answer[:40])
@@ -406,10 +416,12 @@ def unstated_repeat(draws: Sequence[tuple[str, str]]) -> str | None:
         return (f"the answer is one text written {min(counts)} to {max(counts)} times "
                 f"({question!r} -> {answer!r}) and no question says to repeat anything")
     (k,) = counts
-    if any(states_count(k, q) for q, _ in draws):
+    stated = sum(states_count(k, q) for q, _ in draws)
+    if stated == len(draws):
         return None
+    says = "no question says" if not stated else f"only {stated} of {len(draws)} questions say"
     return (f"the answer is one text written {k} times on every draw ({question!r} -> "
-            f"{answer!r}) and no question says {k}")
+            f"{answer!r}) and {says} {k}")
 
 
 # A count no operation of the lexicon computes is judged by neither rule above: learn-s41's

@@ -249,6 +249,19 @@ def test_an_answer_repeated_an_unstated_number_of_times_is_refused(question, ans
     assert reason is not None and "no question says" in reason, reason
 
 
+def test_a_repeat_said_only_where_a_drawn_number_happens_to_be_it_is_refused():
+    """learn-s44, generation 2: "Write the letter {n} times a specified number of
+    times." scored on n (the word's length) written 10 times: digits, said as 10 only
+    where the drawn word has 10 letters. Here 6 times, said where the word has 6."""
+    draws = [(f"Write the letter {len(w)} times a specified number of times.",
+              str(len(w)) * 6) for w in WORDS]
+    assert any(q.startswith("Write the letter 6 ") for q, _ in draws)
+    reason = asked.unstated_repeat(draws)
+    assert reason is not None and reason.endswith("only 2 of 9 questions say 6"), reason
+    said = [(q.replace("a specified number of times", "6 times"), a) for q, a in draws]
+    assert asked.unstated_repeat(said) is None
+
+
 @pytest.mark.parametrize("question, answer", [
     ("Write the letter '{}' 3 times in a row.".replace("{}", "{0[0]}"), lambda w: w[0] * 3),
     ("Write the word {} twice.", lambda w: w * 2),
