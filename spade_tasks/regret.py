@@ -209,8 +209,7 @@ REJECTION_STAGES: tuple[str, ...] = (
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "words_ignored", "answer_determined", "answer_given", "answer_constant", "answer_asked",
     "answer_unshown", "answer_fits", "answer_repeated", "answer_counts", "non_trivial",
-    "floor_gap",
-    "reward_well_formed", "hint", "resource_bounds",
+    "floor_gap", "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met
@@ -228,8 +227,8 @@ early runs"); above it, copying would earn more than trying and failing later.""
 FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "answer_constant", "floor_gap"})
 """Rejections that mean a player wins without doing the task (an empty or echoed answer,
 the answer copied from the question, one answer right on nearly every draw, another
-uninformed player): the program runs and
-gets through most checks, but what it pays for is not a task. Like a duplicate they
+uninformed player): the program runs and gets through most checks, but what it pays for
+is not a task. Like a duplicate they
 earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
 earned more than most honest failures and the designer drifted towards them (learn-s21:
 ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""

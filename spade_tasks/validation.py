@@ -1025,7 +1025,8 @@ def check_answer_given(ctx: Ctx) -> list[str]:
 CONSTANT_SHARE = 0.75
 """The most of ``ANSWER_SEEDS`` resets one answer may be right on. Above
 ``floor_gap``'s 0.5 so that a fair yes-or-no question, right on about half the seeds, is
-not refused by the luck of 64 draws (above 48 of 64 at odds of one in ten thousand)."""
+not refused by the luck of 64 draws (more than 48 of 64 at odds under one in ten
+thousand)."""
 
 
 def check_answer_constant(ctx: Ctx) -> list[str]:
