@@ -228,10 +228,10 @@ FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "answer_constant", "
 """Rejections that mean a player wins without doing the task (an empty or echoed answer,
 the answer copied from the question, one answer right on nearly every draw, another
 uninformed player): the program runs and gets through most checks, but what it pays for
-is not a task. Like a duplicate they
-earn ``DUPLICATE_PROGRESS``, not their place near the end of the order, where they
-earned more than most honest failures and the designer drifted towards them (learn-s21:
-``answer_given`` 1, 4, 6, 7, 5 of 16 designs in generations 0-4)."""
+is not a task. Like a duplicate they earn ``DUPLICATE_PROGRESS``, not their place near
+the end of the order, where they earned more than most honest failures and the designer
+drifted towards them (learn-s21: ``answer_given`` 1, 4, 6, 7, 5 of 16 designs in
+generations 0-4)."""
 UNASKED_CHECKS = frozenset({"answer_asked", "answer_unshown", "answer_fits",
                             "answer_repeated", "answer_counts"})
 """Rejections of a game that scores something its question does not ask for: another
