@@ -337,8 +337,6 @@ class Ctx:
     episodes: dict[tuple[str, int], Played] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     """What a passing check measured, shown as its detail."""
-    shared: dict[str, object] = field(default_factory=dict)
-    """What one check measured for the next ones (``_first_answers``)."""
     load_seconds: float = 0.0
 
     @property
@@ -397,6 +395,12 @@ class Ctx:
         """``probe_draws`` of this program, drawn once per validation and shared by the
         checks that read a quiz's questions against its answers."""
         return probe_draws(self.sandbox, self.source, self.class_name)
+
+    @functools.cached_property
+    def first_answers(self) -> list[FirstAnswer] | Callable[[str], str]:
+        """``_read_first_answers`` of this program, played once per validation and shared
+        by ``answer_given`` and ``answer_constant`` (``_first_answers``)."""
+        return _read_first_answers(self)
 
 
 def reference_episodes(ctx: Ctx) -> dict[int, Played]:
@@ -970,13 +974,12 @@ def _first_answers(ctx: Ctx, check: str) -> list[FirstAnswer] | str:
     """The first task and answer of each of ``ANSWER_SEEDS`` resets, played once and
     shared by ``answer_given`` and ``answer_constant``; or the reason, under ``check``'s
     name, why they could not be read."""
-    if "first_answers" not in ctx.shared:
-        ctx.shared["first_answers"] = _read_first_answers(ctx)
-    got = ctx.shared["first_answers"]
+    got = ctx.first_answers
     return got if isinstance(got, list) else got(check)
 
 
 def _read_first_answers(ctx: Ctx) -> list[FirstAnswer] | Callable[[str], str]:
+    """The first answers, or what names the failure under a check's name."""
     seen: list[FirstAnswer] = []
     with ctx.sandbox.open(ctx.source, ctx.class_name, {"max_turns": ctx.max_turns}) as ep:
         if not ep.load_result.ok:
