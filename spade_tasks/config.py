@@ -288,6 +288,12 @@ class WarmstartConfig(_Section):
     accepted_steps: int = Field(0, ge=0, le=100_000)
     """Supervised steps before each later generation on the designs accepted (and not
     duplicates) so far; 0 turns the rejection-sampling fine-tuning off."""
+    replay_steps: int = Field(0, ge=0, le=100_000)
+    """Supervised steps before each later generation on the first warm start's programs,
+    each under a document drawn afresh for the generation: a rehearsal of the contract
+    (as InstructGPT mixes pre-training batches into its policy-gradient steps), so that
+    the policy gradient can move the designer's games without it forgetting how to write
+    a program that parses and runs. 0: none."""
     max_tokens: int = Field(4096, ge=64, le=1_000_000)
     """Pairs longer than this (prompt + program tokens) are left out; so are programs
     longer than ``designer.max_new_tokens`` (a design could not hold them)."""

@@ -26,7 +26,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from spade_tasks import pysyntax
 from spade_tasks.config import Config
@@ -424,10 +424,20 @@ def warmstart_on(cfg: Config) -> bool:
     return cfg.warmstart.enabled and cfg.designer.mode != "fixed" and cfg.designer.training
 
 
+class _Part(NamedTuple):
+    """One run of supervised steps in a later generation's warm start."""
+
+    what: str
+    programs: int
+    samples: list[SFTSample]
+    steps: int
+
+
 def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     """Before generation 0: the first warm start (cached by content). Before a later
-    generation: ``accepted_steps`` supervised steps on the designs accepted so far.
-    Writes no checkpoint when there is nothing to learn (the result says why)."""
+    generation: ``accepted_steps`` supervised steps on the designs accepted so far, then
+    ``replay_steps`` on the seed pool's programs under fresh documents. Writes no
+    checkpoint when there is nothing to learn (the result says why)."""
     from spade_tasks import progress
 
     cfg = rt.cfg
@@ -442,20 +452,30 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
             if res.cached:
                 bar.done_as("cached")
         return res.report()
-    if ws.accepted_steps == 0:
-        return WarmstartReport.skipped("accepted_steps is 0")
-    pairs = accepted_pairs(cfg, rt.store, rt.run, generation)
-    if not pairs:
+    if ws.accepted_steps == 0 and ws.replay_steps == 0:
+        return WarmstartReport.skipped("accepted_steps and replay_steps are 0")
+    pairs = accepted_pairs(cfg, rt.store, rt.run, generation) if ws.accepted_steps else []
+    if not pairs and ws.replay_steps == 0:
         return WarmstartReport.skipped("no accepted design yet")
     t0 = time.perf_counter()
     start = rt.latest_checkpoint()  # what the engine holds: the newest weights
     engine = rt.trainer()
-    samples = tokenize_pairs(engine.tokenizer, pairs, ws.max_tokens, cfg.designer.max_new_tokens)
-    if not samples:
-        return WarmstartReport.skipped("every accepted design is longer than max_tokens")
-    with progress.stage("warm start (accepted designs)", total=ws.accepted_steps) as bar:
-        losses = train(engine, samples, ws.accepted_steps, ws.batch_size, ws.lr, seed,
-                       lambda m: bar.advance(1, m.tokens))
+    parts = []  # the accepted designs first, then the rehearsal
+    if pairs:
+        parts.append(_Part("accepted designs", len(pairs), tokenize_pairs(
+            engine.tokenizer, pairs, ws.max_tokens, cfg.designer.max_new_tokens),
+            ws.accepted_steps))
+    if ws.replay_steps:
+        programs, samples = first_pairs(cfg, engine.tokenizer, seed)
+        parts.append(_Part("seed rehearsal", len(programs), samples, ws.replay_steps))
+    parts = [p for p in parts if p.samples]
+    if not parts:
+        return WarmstartReport.skipped("every pair is longer than max_tokens")
+    losses: list[float] = []
+    for part in parts:
+        with progress.stage(f"warm start ({part.what})", total=part.steps) as bar:
+            losses += train(engine, part.samples, part.steps, ws.batch_size, ws.lr, seed,
+                            lambda m: bar.advance(1, m.tokens))
     final = rt.run_dir / "checkpoints" / f"warmstart-{generation:04d}"
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -463,7 +483,8 @@ def warmstart_stage(rt: StageRuntime, generation: int) -> WarmstartReport:
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     prune_warm_starts(final.parent, keep=[final] + ([Path(start)] if start else []))
-    return WarmstartResult(len(samples), len(pairs), ws.accepted_steps, losses,
+    return WarmstartResult(sum(len(p.samples) for p in parts),
+                           sum(p.programs for p in parts), sum(p.steps for p in parts), losses,
                            time.perf_counter() - t0, str(final)).report()
 
 

@@ -358,3 +358,53 @@ def test_spade_warmstart_fills_the_cache_entry_the_flow_reads(tmp_path, monkeypa
     ws.run_warmstart(CFG)
     with Store(tmp_path / "db.duckdb") as store:
         assert seen == [Runtime(CFG, store).seed(0, salt=7)]
+
+
+class _RecordingEngine:
+    """An engine that records the supervised batches it is given (no model): which
+    programs and documents a later generation's warm start rehearses."""
+
+    def __init__(self):
+        self.tokenizer = _ByteTokenizer()
+        self.batches = []
+
+    def sft_step(self, batch, lr):
+        from types import SimpleNamespace
+
+        self.batches.append(batch)
+        return SimpleNamespace(loss=1.0, tokens=sum(len(s.target_ids) for s in batch))
+
+    def save_checkpoint(self, path):
+        Path(path).mkdir(parents=True)
+
+
+def test_later_generations_rehearse_the_seed_pool_under_fresh_documents(tmp_path, monkeypatch):
+    from spade_tasks.config import RunConfig
+    from spade_tasks.runtime import Runtime
+
+    small = STORE / "seeds_small"
+    cfg = CFG.model_copy(update={
+        "run": RunConfig(name="r", root=tmp_path),
+        "warmstart": WarmstartConfig(enabled=True, sources=[small], docs_per_program=1,
+                                     max_similarity=1.0, replay_steps=3,
+                                     max_tokens=100_000)})  # byte tokens
+    with Store(tmp_path / "s.duckdb") as store:
+        rt = Runtime(cfg, store)
+        engine = _RecordingEngine()
+        monkeypatch.setattr(rt, "trainer", lambda: engine)
+        rt.finish_generation(0, "/run/gen-0", {}, None)
+        one = ws.warmstart_stage(rt, 1)
+        assert one.warmstart_skipped is None  # no accepted design, and still trained
+        assert one.warmstart_steps == 3 and len(engine.batches) == 3
+        assert one.warmstart_programs == len(ws.programs_in([small]))
+        assert Path(one.checkpoint).name == "warmstart-0001" and Path(one.checkpoint).is_dir()
+        first = [s.prompt_ids for b in engine.batches for s in b]
+        engine.batches.clear()
+        two = ws.warmstart_stage(rt, 2)
+        assert two.warmstart_steps == 3
+        # Generation 2 draws its own documents: its prompts are not generation 1's.
+        assert not set(map(tuple, first)) & {tuple(s.prompt_ids) for b in engine.batches
+                                              for s in b}
+        off = Runtime(cfg.model_copy(update={"warmstart": WarmstartConfig(enabled=True)}), store)
+        assert ws.warmstart_stage(off, 3).warmstart_skipped == (
+            "accepted_steps and replay_steps are 0")
