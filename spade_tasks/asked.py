@@ -307,6 +307,24 @@ def fits_back(answer: str, words: Words) -> bool:
             or joined in shown or joined == "".join(words)[::-1])
 
 
+COPY_ASK = re.compile(r"^(?:please )?(?:write|type|copy|say|give|spell)(?: out| down)?"
+                      r" (?:the |this |that )?word(?: (?:from|in|of|on) (?:the |this )?"
+                      r"(?:list|text|document|story|page))?$")
+"""A question that asks only for a shown word written as it is ("Write the word 'X'
+from the list."), read without its shown words and punctuation. learn-s44's designer
+asked it and scored the word's letters rotated: an answer shown in the question is
+refused by ``answer_given``, so the question asks for nothing any other check reads."""
+
+
+def asks_copy(text: str) -> bool:
+    return bool(COPY_ASK.match(" ".join(re.findall(r"[a-z]+", text))))
+
+
+def fits_copy(answer: str, words: Words) -> bool:
+    """The shown word itself (one of them), as the question asks."""
+    return answer.strip() in words
+
+
 def fits_word(answer: str, words: Words) -> bool:
     """A word or words, not a number: letters and no digit ("Which word do these
     letters spell: o x e n?" is answered by a word no question shows). learn-s43's
@@ -322,13 +340,19 @@ KINDS: tuple[tuple[str, re.Pattern, Callable[[str, Words], bool]], ...] = (
     ("something written in reverse", BACK_ASK, fits_back),
     ("a word", WORD_ASK, fits_word),
 )
+"""The kinds a question's words ask for: a search of its text for each pattern."""
+WHOLE_KINDS: tuple[tuple[str, Callable[[str], bool], Callable[[str, Words], bool]], ...] = (
+    ("the word it shows, as it is", asks_copy, fits_copy),
+)
+"""Kinds read from the whole question: what it asks when it says nothing else."""
 
 
 def misfit(draws: Sequence[Draw]) -> str | None:
     """Why the quiz's answers are never of the kind its question asks for, or None.
 
     A question asks for a kind of answer by its words (``KINDS``: "how many" asks for a
-    number, "alphabetical" for something in order). A draw is a misfit when its question
+    number, "alphabetical" for something in order), or by saying nothing else
+    (``WHOLE_KINDS``: "Write the word X" asks for X). A draw is a misfit when its question
     asks for one or more kinds and the answer is of none of them; the quiz is refused when
     every draw whose question asks for a kind is a misfit, and there are at least
     ``MIN_DRAWS`` of them. A question may ask for several kinds; an answer of any of
@@ -340,6 +364,7 @@ def misfit(draws: Sequence[Draw]) -> str | None:
     for question, words, items in draws:
         text = without_tie_clauses(question_words(question, words))
         kinds = [(name, fits) for name, pattern, fits in KINDS if pattern.search(text)]
+        kinds += [(name, fits) for name, asks, fits in WHOLE_KINDS if asks(text)]
         if not kinds:
             continue
         answer = ", ".join(items)
@@ -351,6 +376,43 @@ def misfit(draws: Sequence[Draw]) -> str | None:
         return None
     question, answer, kind = example
     return f"the question asks for {kind} ({question!r}) but the answer is not one ({answer!r})"
+
+
+NUMBER_ASK = re.compile(
+    r"\d|\bhow (?:many|much|long|old|far|often)\b|count|numb|digit|sum\b|total|add|plus"
+    r"|minus|subtract|times|multipl|divid|product|differen|score|length|long|size|place"
+    r"|position|index|rank|order|percent|value|result|solv|calculat|comput|equation|math"
+    r"|amount|age\b|year|price|cost|point|distance|steps?\b|[-+*/=%]|\b(?:"
+    + "|".join(_NUMBER_WORDS) + r")\b")
+"""A question with any of these asks for a number or gives one to work with: a digit,
+an operator, a number word, a word about counting, measuring or placing. Wide on
+purpose: ``unasked_number`` refuses only questions with none of them."""
+
+
+def unasked_number(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz's answers hold a number no question asks for, or None. Over the draws
+    whose answer has a digit: the quiz is refused when there are at least ``MIN_DRAWS``
+    of them and no question among them, read without the words it shows ("ladder" asks
+    nothing), has a word of ``NUMBER_ASK``. learn-s44's designer asked "Write the letter
+    'x' into 'X'." and scored the letter with the number of X's different letters: no
+    word asks for the number, so a player can only guess that one is wanted, and which."""
+    judged, example = 0, None
+    for question, words, items in draws:
+        answer = ", ".join(items)
+        if not re.search(r"\d", answer):
+            continue
+        text = question.lower().replace("answer as \\boxed{...}.", "")
+        for w in words:
+            text = re.sub(rf"\b{re.escape(w)}\b", " ", text)
+        if NUMBER_ASK.search(text):
+            return None
+        judged += 1
+        example = example or (question.strip()[:80], answer[:40])
+    if judged < MIN_DRAWS:
+        return None
+    question, answer = example
+    return (f"on all {judged} draws whose answer has a number, the question asks for no "
+            f"number ({question!r} -> {answer!r})")
 
 
 _TIMES_WORDS = {2: ("twice", "double", "pair", "again"), 3: ("thrice", "triple")}

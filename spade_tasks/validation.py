@@ -1278,8 +1278,11 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     computes; learn-s40's designer came to score "How many letters does X have?" on a
     letter and "Spell X with its letters in alphabetical order" on X in capitals,
     answers no operation computes, which every other check accepts and no player reaches
-    by doing the task."""
-    problem = asked.misfit(_quiz_reading(ctx))
+    by doing the task. A number in the answer is asked for by some word of the question
+    (``asked.unasked_number``): learn-s44's designer scored "Write the letter 'x' into
+    'X'." on the letter and a number no question mentions."""
+    reading = _quiz_reading(ctx)
+    problem = asked.misfit(reading) or asked.unasked_number(reading)
     if problem:
         return [f"answer_fits: {problem}; a player doing what the question says never wins"]
     ctx.notes["answer_fits"] = "the answer is of the kind the question asks for"

@@ -144,6 +144,9 @@ def test_different_letters_are_scored_only_where_asked(question, asks):
      lambda w: f"{2 * len(w)}.", "a letter"),
     # learn-s43: the word reversed asked, the word rotated by one scored
     ("Spell '{}' backwards.", lambda w: w[1:] + w[0], "something written in reverse"),
+    # learn-s44, generation 2: the word asked for as it is, its letters rotated scored
+    ("Write the word '{}' from the list.", lambda w: w[1:] + w[:3],
+     "the word it shows, as it is"),
 ])
 def test_an_answer_never_of_the_kind_asked_is_refused(question, answer, kind):
     """No operation of the lexicon computes these answers, so ``unasked`` does not judge
@@ -192,6 +195,41 @@ def test_a_shown_word_is_not_a_letter():
 ])
 def test_an_answer_of_the_kind_asked_passes(question, answer):
     assert asked.misfit(_one(question, answer)) is None
+
+
+def test_a_question_asking_only_for_a_shown_word_is_answered_by_it():
+    """Only a question that says nothing else asks for the shown word as it is; the
+    word itself fits (``answer_given`` judges that one)."""
+    assert asked.misfit(_one("Write the word '{}' from the list.", lambda w: w)) is None
+    assert asked.misfit(_one("Write the word '{}' in capitals.", str.upper)) is None
+    assert asked.misfit(_one("Copy the word {} without its vowels.",
+                             lambda w: "".join(c for c in w if c not in "aeiou"))) is None
+
+
+def test_a_number_no_question_asks_for_is_refused():
+    """learn-s44, generation 4: "Write the letter 'x' into 'X'." scored on the letter and
+    X's different letters; no word of the question asks for a number."""
+    draws = _one("Write the letter 'e' into '{}'.", lambda w: f"e {len(set(w))}")
+    reason = asked.unasked_number(draws)
+    assert reason is not None and "asks for no number" in reason, reason
+    # A shown word that holds a number word's letters ("ladder" holds "add") asks nothing.
+    shown = [(f"Write the letter 'e' into '{w}'.", (w,), (f"e {len(w)}",))
+             for w in ("ladder", "toddler", "adder", "paddle", "saddle", "fiddle", "oxen",
+                       "moon")]
+    assert asked.unasked_number(shown) is not None
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("How many letters does {} have?", len),
+    ("What is the place in the alphabet of the first letter of {}?", lambda w: ord(w[0]) - 96),
+    ("Add 2 to the length of {}.", lambda w: len(w) + 2),
+    ("Write {} and its letters' count.", lambda w: f"{w} {len(w)}"),
+    ("At which position of {} is its first vowel?",
+     lambda w: next(i for i, c in enumerate(w, 1) if c in "aeiou")),
+    ("Write the last letter of {} and the first.", lambda w: w[-1] + w[0]),  # no number
+])
+def test_a_number_asked_for_passes(question, answer):
+    assert asked.unasked_number(_one(question, answer)) is None
 
 
 def test_a_question_asking_which_word_is_answered_by_a_word():
@@ -364,6 +402,38 @@ def test_validator_refuses_a_quiz_scoring_what_it_does_not_ask(sandbox):
     assert rejection_progress(report.reasons, firsts) == DUPLICATE_PROGRESS
 
 
+def test_validator_refuses_a_quiz_scoring_a_number_it_does_not_ask_for(sandbox):
+    """learn-s44, generation 4, as its designer wrote it."""
+    source = textwrap.dedent("""\
+        from spade_env import QuizEnv
+
+        WORDS = ["royal", "commission", "collapse", "insurance", "giant", "resume", "sydney"]
+
+
+        class WriteInStringEnv(QuizEnv):
+            \"\"\"Write a single letter into a string.\"\"\"
+
+            def questions(self, rng):
+                word = rng.choice(WORDS)
+                letter = rng.choice(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"])
+                question = f"Write the letter '{letter}' into '{word}'."
+                answer = letter + " " + str(len(set(word)))
+                return [(question, answer)]
+
+            def hint(self):
+                return "Write the letter in the order listed."
+        """)
+    report = validate_source(source, sandbox, ValidationConfig())
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_fits: on all 64 draws whose answer has a "
+                                        "number, the question asks for no number"), report.reasons
+    asked_for = source.replace("into '{word}'.", "into '{word}' and count its letters.")
+    asked_for = asked_for.replace("str(len(set(word)))", "str(len(word))")
+    report = validate_source(asked_for, sandbox, ValidationConfig(), run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_fits"]
+    assert check.status == "pass", report.reasons
+
+
 def test_no_committed_quiz_is_refused(sandbox):
     """Every committed word quiz (seeds, held-out) asks for what it scores, and its answers
     are of the kind its questions ask for; 12 of them are identified as one operation of
@@ -376,6 +446,7 @@ def test_no_committed_quiz_is_refused(sandbox):
             continue
         assert asked.unasked(read) is None, path
         assert asked.misfit(read) is None, path
+        assert asked.unasked_number(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
