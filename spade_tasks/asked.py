@@ -378,6 +378,34 @@ def misfit(draws: Sequence[Draw]) -> str | None:
     return f"the question asks for {kind} ({question!r}) but the answer is not one ({answer!r})"
 
 
+_ASK_VERBS = (
+    "write type copy repeat say give name spell tell state answer list print output return "
+    "count add sum subtract multiply divide double halve compute calculate solve find "
+    "choose pick select guess identify determine decide work figure "
+    "sort order arrange rank reverse flip rotate shift swap move remove drop delete "
+    "replace change turn convert translate decode encode unscramble rearrange capitalize "
+    "take join combine split separate put make form build complete fill match compare "
+    "check show read enter keep mark circle underline")
+ASK_VERB = re.compile(r"\?|\b(?:" + "|".join(sorted(set(_ASK_VERBS.split()))) + r")\b")
+"""A task with a question mark or one of these verbs asks for something. Wide on purpose:
+``asks_nothing`` refuses only a task with none."""
+
+
+def asks_nothing(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz's task asks for nothing, or None: on every draw (at least
+    ``MIN_DRAWS``) the task, read without the words it shows, is a statement with no
+    question mark and no verb of ``ASK_VERB``. learn-s44's designer wrote "Digit of the
+    word 'X' is 'y'." and scored X's length: a player told a fact cannot know what
+    answer is wanted."""
+    if len(draws) < MIN_DRAWS:
+        return None
+    for question, words, _ in draws:
+        if ASK_VERB.search(question_words(question, words)):
+            return None
+    return (f"on all {len(draws)} draws the task asks for nothing: no question mark and no "
+            f"verb saying what to do ({draws[0][0].strip()[:80]!r})")
+
+
 NUMBER_ASK = re.compile(
     r"\d|\bhow (?:many|much|long|old|far|often)\b|count|numb|digit|sum\b|total|add|plus"
     r"|minus|subtract|times|multipl|divid|product|differen|score|length|long|size|place"

@@ -1280,9 +1280,12 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     answers no operation computes, which every other check accepts and no player reaches
     by doing the task. A number in the answer is asked for by some word of the question
     (``asked.unasked_number``): learn-s44's designer scored "Write the letter 'x' into
-    'X'." on the letter and a number no question mentions."""
+    'X'." on the letter and a number no question mentions. A task that asks for nothing
+    (``asked.asks_nothing``), "Digit of the word 'X' is 'y'." scored on X's length
+    (learn-s44), no answer fits."""
     reading = _quiz_reading(ctx)
-    problem = asked.misfit(reading) or asked.unasked_number(reading)
+    problem = (asked.asks_nothing(reading) or asked.misfit(reading)
+               or asked.unasked_number(reading))
     if problem:
         return [f"answer_fits: {problem}; a player doing what the question says never wins"]
     ctx.notes["answer_fits"] = "the answer is of the kind the question asks for"

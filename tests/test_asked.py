@@ -206,6 +206,20 @@ def test_a_question_asking_only_for_a_shown_word_is_answered_by_it():
                              lambda w: "".join(c for c in w if c not in "aeiou"))) is None
 
 
+def test_a_task_asking_for_nothing_is_refused():
+    """learn-s44, generation 4: "Digit of the word 'X' is 'y'." scored on X's length."""
+    draws = _one("Digit of the word '{}' is 'e'.", len)
+    reason = asked.asks_nothing(draws)
+    assert reason is not None and "asks for nothing" in reason, reason
+    # A shown word that is a verb ("count") asks nothing either.
+    shown = [(f"The word '{w}' is here.", (w,), (str(len(w)),))
+             for w in ("count", "write", "sort", "spell", "name", "give", "find", "join")]
+    assert asked.asks_nothing(shown) is not None
+    for fair in ("Digit of the word '{}' is 'e'?", "Give the length of '{}'.",
+                 "The word '{}': spell it backwards.", "Swap the ends of '{}'."):
+        assert asked.asks_nothing(_one(fair, len)) is None, fair
+
+
 def test_a_number_no_question_asks_for_is_refused():
     """learn-s44, generation 4: "Write the letter 'x' into 'X'." scored on the letter and
     X's different letters; no word of the question asks for a number."""
@@ -447,6 +461,7 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.unasked(read) is None, path
         assert asked.misfit(read) is None, path
         assert asked.unasked_number(read) is None, path
+        assert asked.asks_nothing(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
