@@ -135,6 +135,10 @@ OPERATIONS: tuple[Operation, ...] = (
               _list(lambda ws: sum(map(_vowels, ws)))),
     Operation("the words' first letters", (_FIRST, _LETTER), _list(lambda ws: [w[0] for w in ws])),
     Operation("the words' last letters", (_LAST, _LETTER), _list(lambda ws: [w[-1] for w in ws])),
+    # learn-s45, generation 5: "Remove the vowels from '[a, b, c]'." scored on the words
+    # written together, vowels and all, which no operation here computed.
+    Operation("the words written together as one", (r"join|together|one word|compound|concat",),
+              _list(lambda ws: ["".join(ws)])),
     Operation("the words without their vowels", (r"vowel",),
               _list(lambda ws: ["".join(c for c in w if c not in VOWELS) for w in ws])),
     Operation("the longest word", (r"long|length|letter|big|large|great|size",),

@@ -27,6 +27,9 @@ def test_the_operation_a_quiz_scores_is_found_from_its_answers():
     # first letters written as one word ("km") or as items ("k, m") are the same answer
     joined = _draws("Join the first letters of: {}.", lambda ws: ["".join(w[0] for w in ws)])
     assert "the words' first letters" in [op.name for op in asked.computed(joined)]
+    together = _draws("Write {} together as one word.", lambda ws: ["".join(ws)])
+    assert [op.name for op in asked.computed(together)] == ["the words written together as one"]
+    assert asked.unasked(together) is None
     # fewer than MIN_DRAWS draws never identify an operation
     assert asked.computed(draws[:asked.MIN_DRAWS - 1]) == []
 
@@ -38,9 +41,13 @@ def test_the_operation_a_quiz_scores_is_found_from_its_answers():
      "each word's number of vowels"),
     ("Change the list {} to its sorted list.", lambda ws: ws[::-1],
      "the words in alphabetical order"),
+    # learn-s45, generation 5: vowels removed asked, the words written together scored
+    ("Remove the vowels (a, e, i, o, u) from '[{}]'.", lambda ws: ["".join(ws)],
+     "each word's number of vowels, the number of vowels of all the words or the words "
+     "without their vowels"),
 ])
 def test_a_question_asking_for_another_operation_is_refused(question, answer, asks):
-    """Three designs of the kind learn-s22 to learn-s27 accepted: the answer is one
+    """Designs of the kind learn-s22 to learn-s27 accepted: the answer is one
     operation, the question names another."""
     reason = asked.unasked(_draws(question, answer))
     assert reason is not None and f"asks for {asks}" in reason, reason

@@ -614,7 +614,8 @@ def test_quiz_env_draws_from_other_words_only_when_asked_and_restores_its_tables
     assert not any(w in env.reset(seed=1)[0] for w in probe)  # restored for the next draw
 
 
-@pytest.mark.parametrize("answer", [{"a", "b"}, {"a": 1}, ["a", {"b"}], object()])
+@pytest.mark.parametrize("answer", [{"a", "b"}, {"a": 1}, ["a", {"b"}], object(),
+                                    str({"a", "b"}), "{'a': 1}", ["a", " {'b', 'c'} "]])
 def test_quiz_env_refuses_an_answer_no_player_can_write(answer):
     """learn-s44, generation 4: an answer scored on ``set(word)``, a Python form whose
     order no player can know. Strings, numbers and lists of them are answers."""
@@ -624,6 +625,6 @@ def test_quiz_env_refuses_an_answer_no_player_can_write(answer):
 
     with pytest.raises(TypeError, match="an answer is a string, a number or a list"):
         Quiz().reset(seed=0)
-    for fine in ("a", 3, 2.5, ["a", 1], ("a", "b")):
+    for fine in ("a", 3, 2.5, ["a", 1], ("a", "b"), "{a, b}", "{x}", "{", "{1 + 1}"):
         Quiz.questions = lambda self, rng, fine=fine: [("Which?", fine)]
         assert Quiz().reset(seed=0)[0].startswith("Which?")

@@ -26,6 +26,7 @@ for programs whose imports name ``ReasoningGymEnv`` or ``reasoning_gym``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import inspect
@@ -852,16 +853,34 @@ class NudgedRandom(random.Random):
 _SCALAR = (str, int, float)
 
 
+def _python_form(text: str) -> str | None:
+    """The kind of container ``text`` is the Python form of ("set" for ``"{'a', 'b'}"``,
+    "dict"), or None."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return type(value).__name__ if isinstance(value, (set, dict)) else None
+
+
 def _check_answer(answer) -> None:
     """An answer is a string or number, or a list or tuple of them: what a player can
     write. A set, a dict or another object would be scored on its Python form (a set's
     in an order no player can know: learn-s44 scored "Which word comes first ...?" on
-    ``set(word)``), so it is an error of the program."""
+    ``set(word)``), so it is an error of the program; so is a string that is such a
+    form (learn-s45 scored ``str(set(shown))``)."""
     items = answer if isinstance(answer, (list, tuple)) else [answer]
     for item in items:
         if not isinstance(item, _SCALAR):
             raise TypeError(f"an answer is a string, a number or a list of them, not "
                             f"{type(item).__name__} ({item!r:.40})")
+        form = _python_form(item) if isinstance(item, str) else None
+        if form:
+            raise TypeError(f"an answer is a string, a number or a list of them, not the "
+                            f"text of a {form} ({item!r:.40})")
 
 
 class QuizEnv:
