@@ -180,14 +180,19 @@ def computed(draws: Sequence[Draw]) -> list[Operation]:
     return found
 
 
-def question_words(question: str, words: Words) -> str:
-    """The question as the lexicon reads it: lower case, without the probe words it
-    shows and without numbers (a shown word such as "ladder" must not ask for
+def without_shown(question: str, words: Words) -> str:
+    """The question in lower case, without the answer format ``QuizEnv`` adds and
+    without the probe words it shows (a shown word such as "ladder" must not ask for
     anything)."""
     text = question.lower().replace("answer as \\boxed{...}.", "")
     for w in words:
         text = re.sub(rf"\b{re.escape(w)}\b", " ", text)
-    return re.sub(r"\d+", " ", text)
+    return text
+
+
+def question_words(question: str, words: Words) -> str:
+    """The question as the lexicon reads it: ``without_shown``, and without numbers."""
+    return re.sub(r"\d+", " ", without_shown(question, words))
 
 
 TIE_CLAUSE = re.compile(r"[^.?!]*\bties?\b[^.?!]*[.?!]?")
@@ -433,10 +438,7 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
         answer = ", ".join(items)
         if not re.search(r"\d", answer):
             continue
-        text = question.lower().replace("answer as \\boxed{...}.", "")
-        for w in words:
-            text = re.sub(rf"\b{re.escape(w)}\b", " ", text)
-        if NUMBER_ASK.search(text):
+        if NUMBER_ASK.search(without_shown(question, words)):
             return None
         judged += 1
         example = example or (question.strip()[:80], answer[:40])
