@@ -449,6 +449,121 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
             f"number ({question!r} -> {answer!r})")
 
 
+_SEPARATOR_NAMES = r"(spaces?|commas?|dash(?:es)?|hyphens?)"
+SAYS_SEPARATOR = re.compile(
+    r"\b(?:separated?|split|divided|apart)\b[^.?!]{0,30}?\b(?:by|with)\s+"
+    r"(?:an?\s+|one\s+|single\s+)?" + _SEPARATOR_NAMES + r"\b"
+    r"|\b(space|comma|dash|hyphen)[- ]separated\b"
+    r"|\bwith (?:an?\s+|one\s+|single\s+)?" + _SEPARATOR_NAMES + r" between\b")
+"""How a question says what to put between the parts of its answer: "separated by
+spaces", "Separate the letters with a dash", "comma-separated", "with spaces between"."""
+
+SEPARATOR_MARKS = {"space": " ", "comma": ",", "dash": "-", "hyphen": "-"}
+
+
+def said_separator(question: str) -> str | None:
+    """The one mark ``question`` says to put between the answer's parts, or None where it
+    says none or several ("separated by a comma and a space")."""
+    marks = set()
+    for sentence in re.findall(r"[^.?!]+", question.lower()):
+        if SAYS_SEPARATOR.search(sentence):  # every mark its sentence names: "a comma and a space"
+            marks |= {mark for name, mark in SEPARATOR_MARKS.items()
+                      if re.search(rf"\b{name}", sentence)}
+    return marks.pop() if len(marks) == 1 else None
+
+
+MARK_NAMES = {"-": r"dash|hyphen", "/": r"slash", "|": r"bar|pipe", ";": r"semicolon",
+              "_": r"underscore", "+": r"plus"}
+"""Marks a player writes between an answer's parts only when told to, and their names."""
+
+
+def used_separators(answer: str) -> set[str]:
+    """The marks between the parts of ``answer``: a comma (with or without the space
+    after it), a mark of ``MARK_NAMES`` between two letters or digits, a space elsewhere."""
+    text = answer.strip()
+    marks = {",": "," in text}
+    marks.update({m: bool(re.search(rf"\w\s*{re.escape(m)}\s*\w", text)) for m in MARK_NAMES})
+    spaced = re.sub(r"\s*[,;/|+-]\s*", "", text)
+    return {m for m, used in marks.items() if used} | ({" "} if " " in spaced else set())
+
+
+def _mentions(question: str, mark: str) -> bool:
+    text = question.lower()
+    return mark in text or bool(re.search(rf"\b(?:{MARK_NAMES[mark]})", text))
+
+
+def _joined_as_told(question: str, answer: str) -> bool | None:
+    """Whether the answer's parts are joined as the question says: by the one mark it
+    names (``said_separator``), or, where it names none, by a comma, a space or a mark it
+    shows or names. None where the answer has no parts to judge."""
+    said, used = said_separator(question), used_separators(answer)
+    if not used:
+        return None
+    if said is not None:
+        return said in used
+    odd = used - {",", " "}
+    if not odd:
+        return None
+    return all(_mentions(question, m) for m in odd)
+
+
+def unsaid_separator(draws: Sequence[tuple[str, str]]) -> str | None:
+    """Why the quiz's answers join their parts otherwise than the question says, or None.
+    Over the draws (question, answer) whose answer has parts joined by a mark the question
+    names one of, or by a mark of ``MARK_NAMES`` (``_joined_as_told``): the quiz is refused
+    when there are at least ``MIN_DRAWS`` of them and none is joined as told. learn-s45's
+    designer asked "Spell out the letters of X separated by spaces." and scored the
+    letters separated by commas, and at its warm start's weights "Sort the letters in X
+    alphabetically." with the letters joined by dashes; ``QuizEnv`` matches a text whole
+    and a list at its commas, so a player who writes what it is told loses every time."""
+    judged, example = 0, None
+    for question, answer in draws:
+        told = _joined_as_told(question, answer)
+        if told is None:
+            continue
+        if told:
+            return None
+        judged += 1
+        example = example or (question.strip()[:80], answer[:40])
+    if judged < MIN_DRAWS:
+        return None
+    question, answer = example
+    return (f"on all {judged} draws the answer's parts are joined otherwise than the "
+            f"question says ({question!r} -> {answer!r})")
+
+
+OPPOSITES = (("first", "last"), ("longest", "shortest"), ("most", "fewest|least"),
+             ("earliest", "latest"), ("largest|biggest", "smallest"), ("highest", "lowest"))
+"""Words that ask for opposite ends of one order."""
+
+
+def asks_opposites(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz asks for both ends of one order with one answer, or None. A draw does
+    when two of its questions (sentences ending in "?", read without the words shown and
+    without tie clauses) each ask for one end of a pair of ``OPPOSITES`` and not the
+    other, and its answer is one item. The quiz is refused when every draw does, at least
+    ``MIN_DRAWS``. learn-s45's designer asked "Which word comes first a, b, c? Which word
+    comes last in the alphabetical order?" and scored the first: a player cannot tell
+    which of the two questions the one answer is for."""
+    if len(draws) < MIN_DRAWS:
+        return None
+    for question, words, items in draws:
+        text = without_tie_clauses(without_shown(question, words))
+        asks = [s for s in re.findall(r"[^.?!]*\?", text)]
+        if len(items) != 1 or not any(_opposed(asks, a, b) for a, b in OPPOSITES):
+            return None
+    return (f"on all {len(draws)} draws the task asks two questions for opposite ends of "
+            f"one order and takes one answer ({draws[0][0].strip()[:80]!r})")
+
+
+def _opposed(questions: Sequence[str], one: str, other: str) -> bool:
+    """Whether one of ``questions`` asks for ``one`` and not ``other``, and another the
+    reverse."""
+    has = [(bool(re.search(rf"\b(?:{one})\b", q)), bool(re.search(rf"\b(?:{other})\b", q)))
+           for q in questions]
+    return (True, False) in has and (False, True) in has
+
+
 _TIMES_WORDS = {2: ("twice", "double", "pair", "again"), 3: ("thrice", "triple")}
 
 

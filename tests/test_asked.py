@@ -388,6 +388,58 @@ def test_a_place_in_the_alphabet_is_a_letters_place():
     assert asked.unplaced(vowel[:asked.MIN_DRAWS - 1]) is None
 
 
+@pytest.mark.parametrize("question, answer", [
+    # learn-s45, generation 5: told spaces, scored with commas
+    ("Spell out the letters of the word {} separated by spaces.", ", ".join),
+    ("Write the letters of {}, separated by commas.", " ".join),
+    ("Separate the letters of {} with a dash.", " ".join),
+    # a list [first, last]: its oracle writes it "f, l", and QuizEnv matches it at commas
+    ("Give the first and last letter of {} with spaces between.",
+     lambda w: answer_of(f"\\boxed{{{w[0]}, {w[-1]}}}")),
+    # the warm start's weights, 2026-12-07: joined by a mark no question mentions
+    ("Sort the letters in '{}' alphabetically.", lambda w: "-".join(sorted(w))),
+    ("Write the letters of {} backwards.", lambda w: "/".join(w[::-1])),
+])
+def test_an_answer_joined_otherwise_than_said_is_refused(question, answer):
+    reason = asked.unsaid_separator(_raw(question, answer))
+    assert reason is not None and "joined otherwise than the question says" in reason, reason
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Spell out the letters of the word {} separated by spaces.", " ".join),
+    ("Write the letters of {}, separated by commas.", ", ".join),
+    ("Write the letters of {}, comma-separated.", ",".join),
+    ("Separate the letters of {} with a dash.", "-".join),
+    ("Join the letters of {} with hyphens.", "-".join),
+    ("Write the letters of {} separated by a comma and a space.", ", ".join),  # two marks
+    ("Write {} backwards, separated by spaces from nothing.", lambda w: w[::-1]),  # no parts
+    ("Write the letters of {} in order.", ", ".join),  # no mark said: a comma is a list's
+    ("Write the letters of {} in order.", " ".join),
+    ("Sort the letters of {} alphabetically.", lambda w: "".join(sorted(w))),
+    ("Which word is a compound: {}, ice-cream?", lambda w: "ice-cream"),  # shown as it is
+    ("Write {} as w-o-r-d.", "-".join),  # the mark shown
+])
+def test_an_answer_joined_as_said_passes(question, answer):
+    assert asked.unsaid_separator(_raw(question, answer)) is None
+
+
+def test_one_answer_to_two_questions_for_opposite_ends_is_refused():
+    """learn-s45, generation 6: "Rank order: Which word comes first a, b, c? Which word
+    comes last in the alphabetical order?" scored on the first."""
+    draws = _draws("Rank order: Which word comes first {}? Which word comes last in the "
+                   "alphabetical order?", lambda ws: [min(ws)])
+    reason = asked.asks_opposites(draws)
+    assert reason is not None and "opposite ends of one order" in reason, reason
+    for fair, answer in [
+            ("Which word comes first in alphabetical order: {}?", lambda ws: [min(ws)]),
+            ("Which word is longest: {}? On a tie, give the last one.",
+             lambda ws: [max(ws, key=len)]),
+            ("Which word comes first: {}? Which comes last?",  # two answers for two questions
+             lambda ws: [min(ws), max(ws)]),
+            ("Which are the first and the last word of {}?", lambda ws: [ws[0], ws[-1]])]:
+        assert asked.asks_opposites(_draws(fair, answer)) is None, fair
+
+
 SORTED_QUIZ = textwrap.dedent("""\
     from spade_env import QuizEnv
 
@@ -455,6 +507,35 @@ def test_validator_refuses_a_quiz_scoring_a_number_it_does_not_ask_for(sandbox):
     assert check.status == "pass", report.reasons
 
 
+def test_validator_refuses_letters_joined_by_another_mark_than_said(sandbox):
+    """learn-s45, generation 5, in its designer's words: told spaces, scored with commas."""
+    source = textwrap.dedent("""\
+        from spade_env import QuizEnv
+
+        WORDS = ["harbor", "lantern", "meadow", "pebble", "saddle", "thistle", "willow"]
+
+
+        class SpellOutEnv(QuizEnv):
+            \"\"\"Spell out the letters of a word.\"\"\"
+
+            def questions(self, rng):
+                word = rng.choice(WORDS)
+                question = f"Spell out the letters of the word '{word}' separated by spaces."
+                return [(question, ", ".join(word))]
+
+            def hint(self):
+                return "Write one letter at a time."
+        """)
+    report = validate_source(source, sandbox, ValidationConfig())
+    assert not report.accepted
+    assert report.reasons[0].startswith("answer_fits: on all "), report.reasons
+    assert "joined otherwise than the question says" in report.reasons[0], report.reasons
+    spaced = source.replace('", ".join(word)', '" ".join(word)')
+    report = validate_source(spaced, sandbox, ValidationConfig(), run_all=True)
+    (check,) = [c for c in report.checks if c.name == "answer_fits"]
+    assert check.status == "pass", report.reasons
+
+
 def test_no_committed_quiz_is_refused(sandbox):
     """Every committed word quiz (seeds, held-out) asks for what it scores, and its answers
     are of the kind its questions ask for; 12 of them are identified as one operation of
@@ -469,9 +550,11 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.misfit(read) is None, path
         assert asked.unasked_number(read) is None, path
         assert asked.asks_nothing(read) is None, path
+        assert asked.asks_opposites(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
+        assert asked.unsaid_separator([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.count_misses(read)[1] == 0, path
         identified += bool(asked.computed(read))
     assert identified >= 12
