@@ -449,6 +449,37 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
             f"number ({question!r} -> {answer!r})")
 
 
+LETTER_ASK = re.compile(
+    r"letter|character|\bchar\b|initial|spell|alphabet|vowel|consonant|\bstart|\bbegin|\bend"
+    r"|first|last|second|third|fourth|fifth|middle|position|place|index"
+    r"|['\"‘’“”][a-z]['\"‘’“”]")
+"""A question with any of these asks for a letter or names one: a word about letters,
+spelling or a place in a word, or a quoted letter. Wide on purpose: ``unasked_letter``
+refuses only questions with none of them."""
+
+
+def unasked_letter(draws: Sequence[Draw]) -> str | None:
+    """Why the quiz's answers are a single letter no question asks for, or None. Over the
+    draws whose answer is one letter: the quiz is refused when there are at least
+    ``MIN_DRAWS`` of them and no question among them, read without the words it shows,
+    has a word of ``LETTER_ASK``. At the warm start's weights (2026-12-07) the designer
+    asked "What is the snowdrop of 'X'?" and scored X's second letter: nothing in the
+    question says a letter is wanted, let alone which."""
+    judged, example = 0, None
+    for question, words, items in draws:
+        if len(items) != 1 or not re.fullmatch(r"[a-z]", items[0]):
+            continue
+        if LETTER_ASK.search(without_shown(question, words)):
+            return None
+        judged += 1
+        example = example or (question.strip()[:80], items[0])
+    if judged < MIN_DRAWS:
+        return None
+    question, answer = example
+    return (f"on all {judged} draws whose answer is one letter, the question asks for no "
+            f"letter ({question!r} -> {answer!r})")
+
+
 _SEPARATOR_NAMES = r"(spaces?|commas?|dash(?:es)?|hyphens?)"
 SAYS_SEPARATOR = re.compile(
     r"\b(?:separated?|split|divided|apart)\b[^.?!]{0,30}?\b(?:by|with)\s+"
@@ -549,7 +580,7 @@ def asks_opposites(draws: Sequence[Draw]) -> str | None:
         return None
     for question, words, items in draws:
         text = without_tie_clauses(without_shown(question, words))
-        asks = [s for s in re.findall(r"[^.?!]*\?", text)]
+        asks = re.findall(r"[^.?!]*\?", text)
         if len(items) != 1 or not any(_opposed(asks, a, b) for a, b in OPPOSITES):
             return None
     return (f"on all {len(draws)} draws the task asks two questions for opposite ends of "

@@ -1284,12 +1284,15 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     (``asked.asks_nothing``), "Digit of the word 'X' is 'y'." scored on X's length
     (learn-s44), no answer fits. Nor does one whose parts are joined by another mark than
     the question says (``asked.unsaid_separator``: learn-s45's "Spell out the letters of
-    X separated by spaces." scored with commas), or one answer to two questions asking for
+    X separated by spaces." scored with commas), a letter no question asks for
+    (``asked.unasked_letter``: "What is the snowdrop of 'X'?" scored on X's second
+    letter, at the warm start's weights), or one answer to two questions asking for
     opposite ends of one order (``asked.asks_opposites``: learn-s45's "Which word comes
     first ...? Which word comes last ...?")."""
     reading = _quiz_reading(ctx)
     problem = (asked.asks_nothing(reading) or asked.misfit(reading)
-               or asked.unasked_number(reading) or asked.asks_opposites(reading)
+               or asked.unasked_number(reading) or asked.unasked_letter(reading)
+               or asked.asks_opposites(reading)
                or asked.unsaid_separator(_quiz_answers(ctx)))
     if problem:
         return [f"answer_fits: {problem}; a player doing what the question says never wins"]

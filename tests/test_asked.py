@@ -240,6 +240,32 @@ def test_a_number_no_question_asks_for_is_refused():
     assert asked.unasked_number(shown) is not None
 
 
+def test_a_letter_no_question_asks_for_is_refused():
+    """The warm start's weights, 2026-12-07: "What is the snowdrop of 'X'?" scored on X's
+    second letter."""
+    draws = _one("What is the snowdrop of '{}'?", lambda w: w[1])
+    reason = asked.unasked_letter(draws)
+    assert reason is not None and "asks for no letter" in reason, reason
+    # A shown word that holds a letter word ("lettered", "spelled") asks nothing.
+    shown = [(f"What is the snowdrop of '{w}'?", (w,), (w[1],))
+             for w in ("lettered", "spelled", "initials", "vowels", "ending", "starter",
+                       "placed", "alphabets")]
+    assert asked.unasked_letter(shown) is not None
+    assert asked.unasked_letter(draws[:asked.MIN_DRAWS - 1]) is None
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Which letter of {} comes first in the alphabet?", min),
+    ("What is the second character of {}?", lambda w: w[1]),
+    ("What does {} start with?", lambda w: w[0]),
+    ("What is the middle of {}?", lambda w: w[len(w) // 2]),
+    ("Is 'e' in {}? Write 'y' or 'n'.", lambda w: "y" if "e" in w else "n"),
+    ("What is the snowdrop of {}?", lambda w: w[:2]),  # not one letter: not judged here
+])
+def test_a_letter_asked_for_passes(question, answer):
+    assert asked.unasked_letter(_one(question, answer)) is None
+
+
 @pytest.mark.parametrize("question, answer", [
     ("How many letters does {} have?", len),
     ("What is the place in the alphabet of the first letter of {}?", lambda w: ord(w[0]) - 96),
@@ -551,6 +577,7 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.unasked_number(read) is None, path
         assert asked.asks_nothing(read) is None, path
         assert asked.asks_opposites(read) is None, path
+        assert asked.unasked_letter(read) is None, path
         draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
