@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from spade_tasks import progress
+from spade_tasks.build_locks import remove_stale_build_lock
 from spade_tasks.config import TrainingConfig
 from spade_tasks.errors import ConfigError, TrainingError
 from spade_tasks.llm.loading import load_model, load_tokenizer, resolve_model
@@ -220,6 +221,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+SHM_OP = "deepspeed_shm_comm"
+"""The build folder of DeepSpeed's shared-memory op (its builder's ``NAME``) under the
+torch extensions folder."""
+
+
 def init_distributed() -> None:
     """Single-process defaults for torch.distributed, then gloo/NCCL init if not done.
 
@@ -235,6 +241,9 @@ def init_distributed() -> None:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     import deepspeed
 
+    # DeepSpeed's communication backend builds its shared-memory op on first use (here, or
+    # in deepspeed.initialize where a launcher set up torch.distributed).
+    remove_stale_build_lock(SHM_OP)
     if not torch.distributed.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         if not launched and os.environ["WORLD_SIZE"] == "1":

@@ -89,15 +89,15 @@ def test_a_build_lock_left_by_a_killed_build_is_removed(tmp_path, monkeypatch):
     import os
     import time
 
-    from spade_tasks.llm.cpu.linear import STALE_LOCK_S, _remove_stale_build_lock
+    from spade_tasks.build_locks import STALE_LOCK_S, remove_stale_build_lock
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     lock = tmp_path / "k" / "lock"
     lock.parent.mkdir()
     lock.touch()
-    _remove_stale_build_lock("k")
+    remove_stale_build_lock("k")
     assert lock.exists()
     old = time.time() - STALE_LOCK_S - 5
     os.utime(lock, (old, old))
-    _remove_stale_build_lock("k")
+    remove_stale_build_lock("k")
     assert not lock.exists()

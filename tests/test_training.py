@@ -213,3 +213,28 @@ def test_sft_step_learns_target_tokens_only_and_keeps_the_pg_lr(engine):
     nll2 = -sum(engine.logprobs(probe)[0]) / len(s.target_ids)
     assert nll2 < nll0
     assert all(g["lr"] == engine.config.lr for g in engine.engine.optimizer.param_groups)
+
+
+def test_a_stale_build_lock_of_deepspeeds_op_is_cleared_before_it_is_built(
+        tmp_path, monkeypatch):
+    """A run killed while DeepSpeed built its shared-memory op left the op's build lock,
+    and the next run's train step waited on it, idle, for 27 minutes. ``init_distributed``
+    clears a stale one, under the name DeepSpeed builds the op with."""
+    import time
+
+    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
+
+    from spade_tasks import training
+    from spade_tasks.build_locks import STALE_LOCK_S
+
+    assert training.SHM_OP == ShareMemCommBuilder.NAME
+    monkeypatch.setattr(os, "environ", os.environ.copy())  # its defaults stay in this test
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    lock = tmp_path / training.SHM_OP / "lock"
+    lock.parent.mkdir()
+    lock.touch()
+    old = time.time() - STALE_LOCK_S - 5
+    os.utime(lock, (old, old))
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)  # no group here
+    training.init_distributed()
+    assert not lock.exists()

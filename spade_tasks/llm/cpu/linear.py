@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from spade_tasks.build_locks import remove_stale_build_lock
 
 log = logging.getLogger(__name__)
 
@@ -42,23 +43,6 @@ NAME = "spade_small_batch_linear"
 # The kernel's instruction sets, by torch's name for the CPU's: the flags it is built
 # with, and a build of its own for each (a home folder shared by two machine kinds).
 ISA_FLAGS = {"AVX512": ["-mavx512f", "-mfma"], "AVX2": ["-mavx2", "-mfma"]}
-STALE_LOCK_S = 600  # a build takes a minute or two; a lock this old has no builder left
-
-
-def _remove_stale_build_lock(name: str) -> None:
-    """Remove a build lock left by a process killed while compiling (Ctrl-C on a first
-    run): torch waits on such a lock forever, so every later run would hang at load."""
-    from torch.utils import cpp_extension
-
-    try:
-        lock = Path(cpp_extension._get_build_directory(name, False)) / "lock"
-        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-            log.warning("removing a stale kernel build lock: %s", lock)
-            lock.unlink()
-    except (OSError, AttributeError):
-        pass  # no lock, or a torch without the helper: nothing to clear
-
-
 @functools.cache
 def load_kernel():
     """The compiled kernel module, or None where it cannot run here (logged once)."""
@@ -71,7 +55,7 @@ def load_kernel():
     try:
         from torch.utils.cpp_extension import load
 
-        _remove_stale_build_lock(name)
+        remove_stale_build_lock(name)  # a killed first build would hang this load
         return load(name=name, sources=[str(SOURCE)],
                     extra_cflags=["-O3", *ISA_FLAGS[capability], "-fopenmp"], verbose=False)
     except Exception as e:  # no compiler, no ninja, a failed build: MKL stays in use
