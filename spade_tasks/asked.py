@@ -24,7 +24,7 @@ outside it passes unjudged."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 VOWELS = frozenset("aeiou")
@@ -415,6 +415,22 @@ def asks_nothing(draws: Sequence[Draw]) -> str | None:
             f"verb saying what to do ({draws[0][0].strip()[:80]!r})")
 
 
+def never_fits(judged: Iterable[tuple[bool | None, str, str]]) -> tuple[int, str, str] | None:
+    """The rule of ``unasked_number``, ``unasked_letter`` and ``unsaid_separator`` over
+    ``(fits, question, answer)`` per draw, ``fits`` None where the rule does not judge the
+    draw: None where one judged draw fits or fewer than ``MIN_DRAWS`` are judged, else
+    how many are and the first one's question and answer (shortened)."""
+    count, example = 0, None
+    for fits, question, answer in judged:
+        if fits is None:
+            continue
+        if fits:
+            return None
+        count += 1
+        example = example or (question.strip()[:80], answer[:40])
+    return None if count < MIN_DRAWS else (count, *example)
+
+
 NUMBER_ASK = re.compile(
     r"\d|\bhow (?:many|much|long|old|far|often)\b|count|numb|digit|sum\b|total|add|plus"
     r"|minus|subtract|times|multipl|divid|product|differen|score|length|long|size|place"
@@ -433,18 +449,13 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
     nothing), has a word of ``NUMBER_ASK``. learn-s44's designer asked "Write the letter
     'x' into 'X'." and scored the letter with the number of X's different letters: no
     word asks for the number, so a player can only guess that one is wanted, and which."""
-    judged, example = 0, None
-    for question, words, items in draws:
-        answer = ", ".join(items)
-        if not re.search(r"\d", answer):
-            continue
-        if NUMBER_ASK.search(without_shown(question, words)):
-            return None
-        judged += 1
-        example = example or (question.strip()[:80], answer[:40])
-    if judged < MIN_DRAWS:
+    found = never_fits(
+        (None if not re.search(r"\d", ", ".join(items))
+         else bool(NUMBER_ASK.search(without_shown(question, words))), question, ", ".join(items))
+        for question, words, items in draws)
+    if found is None:
         return None
-    question, answer = example
+    judged, question, answer = found
     return (f"on all {judged} draws whose answer has a number, the question asks for no "
             f"number ({question!r} -> {answer!r})")
 
@@ -465,17 +476,13 @@ def unasked_letter(draws: Sequence[Draw]) -> str | None:
     has a word of ``LETTER_ASK``. At the warm start's weights (2026-12-07) the designer
     asked "What is the snowdrop of 'X'?" and scored X's second letter: nothing in the
     question says a letter is wanted, let alone which."""
-    judged, example = 0, None
-    for question, words, items in draws:
-        if len(items) != 1 or not re.fullmatch(r"[a-z]", items[0]):
-            continue
-        if LETTER_ASK.search(without_shown(question, words)):
-            return None
-        judged += 1
-        example = example or (question.strip()[:80], items[0])
-    if judged < MIN_DRAWS:
+    found = never_fits(
+        (None if len(items) != 1 or not re.fullmatch(r"[a-z]", items[0])
+         else bool(LETTER_ASK.search(without_shown(question, words))), question, items[0])
+        for question, words, items in draws)
+    if found is None:
         return None
-    question, answer = example
+    judged, question, answer = found
     return (f"on all {judged} draws whose answer is one letter, the question asks for no "
             f"letter ({question!r} -> {answer!r})")
 
@@ -547,18 +554,11 @@ def unsaid_separator(draws: Sequence[tuple[str, str]]) -> str | None:
     letters separated by commas, and at its warm start's weights "Sort the letters in X
     alphabetically." with the letters joined by dashes; ``QuizEnv`` matches a text whole
     and a list at its commas, so a player who writes what it is told loses every time."""
-    judged, example = 0, None
-    for question, answer in draws:
-        told = _joined_as_told(question, answer)
-        if told is None:
-            continue
-        if told:
-            return None
-        judged += 1
-        example = example or (question.strip()[:80], answer[:40])
-    if judged < MIN_DRAWS:
+    found = never_fits((_joined_as_told(question, answer), question, answer)
+                       for question, answer in draws)
+    if found is None:
         return None
-    question, answer = example
+    judged, question, answer = found
     return (f"on all {judged} draws the answer's parts are joined otherwise than the "
             f"question says ({question!r} -> {answer!r})")
 
