@@ -460,7 +460,7 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
             f"number ({question!r} -> {answer!r})")
 
 
-LETTER_ASK = re.compile(
+LETTER_WORDS = re.compile(
     r"letter|character|\bchar\b|initial|spell|alphabet|vowel|consonant|\bstart|\bbegin|\bend"
     r"|first|last|second|third|fourth|fifth|middle|position|place|index"
     r"|['\"‘’“”][a-z]['\"‘’“”]")
@@ -473,12 +473,12 @@ def unasked_letter(draws: Sequence[Draw]) -> str | None:
     """Why the quiz's answers are a single letter no question asks for, or None. Over the
     draws whose answer is one letter: the quiz is refused when there are at least
     ``MIN_DRAWS`` of them and no question among them, read without the words it shows,
-    has a word of ``LETTER_ASK``. At the warm start's weights (2026-12-07) the designer
+    has a word of ``LETTER_WORDS``. At the warm start's weights (2026-12-07) the designer
     asked "What is the snowdrop of 'X'?" and scored X's second letter: nothing in the
     question says a letter is wanted, let alone which."""
     found = never_fits(
         (None if len(items) != 1 or not re.fullmatch(r"[a-z]", items[0])
-         else bool(LETTER_ASK.search(without_shown(question, words))), question, items[0])
+         else bool(LETTER_WORDS.search(without_shown(question, words))), question, items[0])
         for question, words, items in draws)
     if found is None:
         return None
