@@ -43,6 +43,8 @@ NAME = "spade_small_batch_linear"
 # The kernel's instruction sets, by torch's name for the CPU's: the flags it is built
 # with, and a build of its own for each (a home folder shared by two machine kinds).
 ISA_FLAGS = {"AVX512": ["-mavx512f", "-mfma"], "AVX2": ["-mavx2", "-mfma"]}
+
+
 @functools.cache
 def load_kernel():
     """The compiled kernel module, or None where it cannot run here (logged once)."""
