@@ -431,6 +431,22 @@ def never_fits(judged: Iterable[tuple[bool | None, str, str]]) -> tuple[int, str
     return None if count < MIN_DRAWS else (count, *example)
 
 
+def _unasked(draws: Sequence[Draw], of_kind: Callable[[str], bool], asks: re.Pattern,
+             answer_is: str, kind: str) -> str | None:
+    """``unasked_number`` and ``unasked_letter``: over the draws whose answer (its items
+    joined) is ``of_kind``, refused by ``never_fits`` where no question, read without the
+    words it shows, matches ``asks``."""
+    found = never_fits((bool(asks.search(without_shown(question, words)))
+                        if of_kind(answer) else None, question, answer)
+                       for question, words, answer in
+                       ((q, w, ", ".join(items)) for q, w, items in draws))
+    if found is None:
+        return None
+    judged, question, answer = found
+    return (f"on all {judged} draws whose answer {answer_is}, the question asks for no "
+            f"{kind} ({question!r} -> {answer!r})")
+
+
 NUMBER_ASK = re.compile(
     r"\d|\bhow (?:many|much|long|old|far|often)\b|count|numb|digit|sum\b|total|add|plus"
     r"|minus|subtract|times|multipl|divid|product|differen|score|length|long|size|place"
@@ -449,15 +465,8 @@ def unasked_number(draws: Sequence[Draw]) -> str | None:
     nothing), has a word of ``NUMBER_ASK``. learn-s44's designer asked "Write the letter
     'x' into 'X'." and scored the letter with the number of X's different letters: no
     word asks for the number, so a player can only guess that one is wanted, and which."""
-    found = never_fits(
-        (None if not re.search(r"\d", ", ".join(items))
-         else bool(NUMBER_ASK.search(without_shown(question, words))), question, ", ".join(items))
-        for question, words, items in draws)
-    if found is None:
-        return None
-    judged, question, answer = found
-    return (f"on all {judged} draws whose answer has a number, the question asks for no "
-            f"number ({question!r} -> {answer!r})")
+    return _unasked(draws, lambda answer: bool(re.search(r"\d", answer)), NUMBER_ASK,
+                    "has a number", "number")
 
 
 LETTER_WORDS = re.compile(
@@ -476,15 +485,8 @@ def unasked_letter(draws: Sequence[Draw]) -> str | None:
     has a word of ``LETTER_WORDS``. At the warm start's weights (2026-12-07) the designer
     asked "What is the snowdrop of 'X'?" and scored X's second letter: nothing in the
     question says a letter is wanted, let alone which."""
-    found = never_fits(
-        (None if len(items) != 1 or not re.fullmatch(r"[a-z]", items[0])
-         else bool(LETTER_WORDS.search(without_shown(question, words))), question, items[0])
-        for question, words, items in draws)
-    if found is None:
-        return None
-    judged, question, answer = found
-    return (f"on all {judged} draws whose answer is one letter, the question asks for no "
-            f"letter ({question!r} -> {answer!r})")
+    return _unasked(draws, lambda answer: bool(re.fullmatch(r"[a-z]", answer)), LETTER_WORDS,
+                    "is one letter", "letter")
 
 
 _SEPARATOR_NAMES = r"(spaces?|commas?|dash(?:es)?|hyphens?)"
@@ -519,10 +521,12 @@ def used_separators(answer: str) -> set[str]:
     """The marks between the parts of ``answer``: a comma (with or without the space
     after it), a mark of ``MARK_NAMES`` between two letters or digits, a space elsewhere."""
     text = answer.strip()
-    marks = {",": "," in text}
-    marks.update({m: bool(re.search(rf"\w\s*{re.escape(m)}\s*\w", text)) for m in MARK_NAMES})
-    spaced = re.sub(r"\s*[,;/|+-]\s*", "", text)
-    return {m for m, used in marks.items() if used} | ({" "} if " " in spaced else set())
+    marks = {m for m in MARK_NAMES if re.search(rf"\w\s*{re.escape(m)}\s*\w", text)}
+    if "," in text:
+        marks.add(",")
+    if " " in re.sub(r"\s*[,;/|+-]\s*", "", text):
+        marks.add(" ")
+    return marks
 
 
 def _mentions(question: str, mark: str) -> bool:
