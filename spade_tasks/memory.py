@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spade_tasks import pysyntax
+from spade_tasks import pysyntax, word_steps
 from spade_tasks.config import MemoryConfig, ValidationConfig
 from spade_tasks.environments import (SEEDS_DIR, EnvRecord, env_id_of, load_record,
                                       record_from_meta, save_record, seed_paths)
@@ -522,6 +522,12 @@ question no longer telling them apart, "the word with the fewest letters" scored
 ``min`` was the same game as ``sort_three.py`` scored by ``sorted``)."""
 
 
+STEP_NAMES = frozenset(word_steps.STEPS)
+"""Names both similarity rules keep wherever they stand: ``chain(word, reverse)`` and
+``chain(word, sort_letters)`` compute different answers, though the steps are handed
+over rather than called."""
+
+
 def _code_tokens(source: str, keep: frozenset[str] = frozenset()) -> list[str]:
     # Names and numbers are masked so a copy with renamed variables and retuned
     # constants still matches; string literals (the task's text) and structure remain.
@@ -538,7 +544,7 @@ def _code_tokens(source: str, keep: frozenset[str] = frozenset()) -> list[str]:
     for i, t in enumerate(lexed):
         called = i + 1 < len(lexed) and lexed[i + 1].string == "("
         if t.type == tokenize.NAME and not keyword.iskeyword(t.string) and not (
-                called and t.string in keep):
+                called and t.string in keep) and t.string not in STEP_NAMES:
             toks.append("ID")
         elif t.type == tokenize.NUMBER:
             toks.append("0")

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spade_tasks import asked, pysyntax
+from spade_tasks import asked, pysyntax, word_steps
 from spade_tasks.answers import answer_of, leaks
 from spade_tasks.config import SandboxConfig, ValidationConfig
 from spade_tasks.sandbox import CallResult, Episode, ProgramMeta, Sandbox
@@ -1198,6 +1198,48 @@ def _in_order(each: list[set[int]], n: int) -> bool:
     return True
 
 
+def chain_verdict(draws: list[tuple[str, str]]) -> tuple[bool, str | None]:
+    """Whether every draw's question is one ``spade_env.chain`` worded, and the first draw
+    whose answer is not what its steps compute (``word_steps.chain_answer``, on the host),
+    as a reason; (False, None) where some question is not a chain's."""
+    chained = True
+    for question, answer in draws:
+        if word_steps.read_chain(question) is None:
+            chained = False
+            continue
+        right = word_steps.chain_answer(question)
+        if right is None or answer_of(answer).strip().lower() != right:
+            word, steps = word_steps.read_chain(question)
+            return chained, (f"the question asks for {', then '.join(steps)} of {word!r}, "
+                             f"which gives {right!r}, but the answer is "
+                             f"{answer_of(answer)!r}")
+    return chained, None
+
+
+def _exact_for_chains(check: Callable[[Ctx], list[str]]) -> Callable[[Ctx], list[str]]:
+    """A check of whether a quiz's answer is what its question asks (the lexicon of
+    ``asked``), decided exactly where every probe question is a chain of word steps
+    (``spade_env.chain``): its answer is computed from the question's text on the host,
+    so the guess the lexicon makes is not needed. A chain question answered otherwise
+    is refused by ``answer_asked``; quizzes of other questions are judged as before."""
+    name = check.__name__.removeprefix("check_")
+
+    @functools.wraps(check)
+    def wrapper(ctx: Ctx) -> list[str]:
+        if not _is_quiz(ctx) or not ctx.meta.has_oracle or not ctx.draws:
+            return check(ctx)
+        chained, wrong = chain_verdict(_quiz_answers(ctx))
+        if wrong and name == "answer_asked":
+            return [f"answer_asked: {wrong}; a player doing what the question says never wins"]
+        if chained and not wrong:
+            ctx.notes[name] = "every question is a chain of word steps, answered as they compute"
+            return []
+        return check(ctx)
+
+    return wrapper
+
+
+@_exact_for_chains
 def check_answer_asked(ctx: Ctx) -> list[str]:
     """A word quiz scores what its question asks for. Over ``probe_draws``, where the
     oracle's answer is one of the word operations of ``asked.OPERATIONS`` on every draw
@@ -1234,6 +1276,7 @@ def _letters(text: str) -> str:
     return "".join(c for c in text.lower() if c.isalpha())
 
 
+@_exact_for_chains
 def check_answer_unshown(ctx: Ctx) -> list[str]:
     """A quiz's answer carries no words that it has on every draw and that no question
     shows. Over ``probe_draws``, a word present in every oracle answer and absent from
@@ -1270,6 +1313,7 @@ def check_answer_unshown(ctx: Ctx) -> list[str]:
     return []
 
 
+@_exact_for_chains
 def check_answer_fits(ctx: Ctx) -> list[str]:
     """A word quiz's answer is of the kind its question asks for. Over ``probe_draws``,
     a question that asks how many is answered by a number, one that asks which letter by
@@ -1300,6 +1344,7 @@ def check_answer_fits(ctx: Ctx) -> list[str]:
     return []
 
 
+@_exact_for_chains
 def check_answer_repeated(ctx: Ctx) -> list[str]:
     """A quiz's answer is not one text written a number of times no question states
     (``asked.unstated_repeat``): "Write the letter 'r' at position r." scored on "rr". The
@@ -1313,6 +1358,7 @@ def check_answer_repeated(ctx: Ctx) -> list[str]:
     return []
 
 
+@_exact_for_chains
 def check_answer_counts(ctx: Ctx) -> list[str]:
     """A word quiz's answer to "how many" is a count of the words its question shows
     (``asked.uncounted``): their letters, vowels, different letters, a named letter's

@@ -15,6 +15,9 @@
 - ``ReasoningGymEnv``: base class of a one-turn environment over a Reasoning Gym
   dataset (the fixed-environment baseline's wrapped generators); a subclass only names
   the dataset and its hint.
+- Word steps: ``chain(word, step, ...)`` returns a ``QuizEnv`` question and its answer
+  for a word put through named steps (``reverse``, ``drop_vowels``, ``count_letters``,
+  ...), each told and computed in one place.
 - Answer helpers: ``extract_boxed``, ``extract_answer_tag``, ``normalize_answer``,
   ``parse_number``, ``math_equal``.
 
@@ -55,6 +58,8 @@ __all__ = [
     "extract_last_tagged_answer",
     "answer_parse",
     "answer_verify",
+    "chain",
+    "WordStep",
 ]
 
 FORMAT_PENALTY = -0.1  # the reference code's per-action penalty for a malformed action
@@ -952,6 +957,95 @@ class QuizEnv:
     def oracle(self):
         answer = self.asked[min(self.turn, len(self.asked) - 1)][1]
         return "\\boxed{" + ", ".join(self._items(answer)) + "}"
+
+
+# --------------------------------------------------------------------------- word steps
+
+
+class WordStep:
+    """One operation on a word: how a player is told it and what it computes.
+
+    Why: a small designer's quiz most often fails by asking one thing and scoring another
+    (docs/learning.md). A step carries its instruction and its computation together, so
+    a quiz built from steps (``chain``) asks exactly what it scores; which steps, in which
+    order, on which words, is the designer's game. ``takes`` and ``gives`` are kinds of
+    value ("word", "letter", "number"): a step only follows one that gives what it
+    takes."""
+
+    def __init__(self, name: str, told: str, compute, takes: str = "word",
+                 gives: str = "word"):
+        self.name, self.told, self.compute = name, told, compute
+        self.takes, self.gives = takes, gives
+
+    def __repr__(self):
+        return self.name
+
+
+_VOWELS = "aeiou"
+
+
+def _swap_ends(w: str) -> str:
+    return w[-1] + w[1:-1] + w[0] if len(w) > 1 else w
+
+
+def _keep_first_of_each(w: str) -> str:
+    return "".join(dict.fromkeys(w))
+
+
+STEPS = (
+    WordStep("reverse", "spell it backwards", lambda w: w[::-1]),
+    WordStep("drop_vowels", "remove every vowel (a, e, i, o, u) from it",
+             lambda w: "".join(c for c in w if c not in _VOWELS)),
+    WordStep("sort_letters", "put its letters in alphabetical order",
+             lambda w: "".join(sorted(w))),
+    WordStep("swap_ends", "swap its first and last letters", _swap_ends),
+    WordStep("rotate", "move its first letter to the end", lambda w: w[1:] + w[:1]),
+    WordStep("drop_first", "remove its first letter", lambda w: w[1:]),
+    WordStep("drop_last", "remove its last letter", lambda w: w[:-1]),
+    WordStep("odd_letters", "keep only its 1st, 3rd, 5th, ... letters", lambda w: w[::2]),
+    WordStep("no_repeats", "keep each letter only where it first appears",
+             _keep_first_of_each),
+    WordStep("double", "write it twice with nothing between", lambda w: w + w),
+    WordStep("first_letter", "take its first letter", lambda w: w[:1], gives="letter"),
+    WordStep("last_letter", "take its last letter", lambda w: w[-1:], gives="letter"),
+    WordStep("count_letters", "count its letters", len, gives="number"),
+    WordStep("count_vowels", "count its vowels (a, e, i, o, u)",
+             lambda w: sum(c in _VOWELS for c in w), gives="number"),
+    WordStep("count_distinct", "count how many different letters it has",
+             lambda w: len(set(w)), gives="number"),
+    WordStep("letter_place", "give the letter's place in the alphabet (a = 1, b = 2, ...)",
+             lambda c: ord(c) - ord("a") + 1, takes="letter", gives="number"),
+)
+globals().update({s.name: s for s in STEPS})
+__all__ += [s.name for s in STEPS]
+
+_ORDINALS = ("First", "Then", "Then", "Then", "Then")
+
+
+def chain(word: str, *steps: WordStep) -> tuple[str, str]:
+    """The question and answer of ``word`` put through ``steps`` in order: ``chain("garden",
+    drop_vowels, reverse)`` asks "Take the word 'garden'. First remove every vowel ... from
+    it. Then spell it backwards. What do you get?" and answers "ndrg". A letter counts as
+    a word for the steps that take words. Raises on no steps, more than five, a step that
+    cannot take what the one before gives, or a word that comes out empty."""
+    if not steps or len(steps) > len(_ORDINALS):
+        raise ValueError(f"chain takes 1 to {len(_ORDINALS)} steps, not {len(steps)}")
+    if not isinstance(word, str) or not word.isalpha():
+        raise ValueError(f"chain starts from a word of letters, not {word!r:.40}")
+    value, kind, told = word.lower(), "word", []
+    for i, step in enumerate(steps):
+        if not isinstance(step, WordStep):
+            raise TypeError(f"chain's steps are word steps such as reverse, not {step!r:.40}")
+        if step.takes != kind and not (step.takes == "word" and kind == "letter"):
+            raise TypeError(f"{step.name} takes a {step.takes}, but the step before it "
+                            f"gives a {kind}")
+        value, kind = step.compute(value), step.gives
+        if value == "":
+            raise ValueError(f"{step.name} leaves nothing of {word!r}")
+        told.append(f"{_ORDINALS[i]} {step.told}." if len(steps) > 1 else
+                    f"{step.told[0].upper()}{step.told[1:]}.")
+    question = f"Take the word '{word.lower()}'. " + " ".join(told) + " What do you get?"
+    return question, str(value)
 
 
 # --------------------------------------------------------------------------- reasoning gym
