@@ -11,4 +11,4 @@ class SortedFirstEnv(QuizEnv):
         return [chain(word, sort_letters, first_letter)]
 
     def hint(self):
-        return "After sorting, the first letter is the one nearest to a."
+        return "After sorting, the first letter is the earliest in the alphabet."
