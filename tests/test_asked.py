@@ -8,7 +8,8 @@ from spade_tasks import asked
 from spade_tasks.answers import answer_of
 from spade_tasks.config import ValidationConfig
 from spade_tasks.regret import DUPLICATE_PROGRESS, rejection_progress
-from spade_tasks.validation import env_class_name, probe_draws, read_draws, validate_source
+from spade_tasks.validation import (chain_verdict, env_class_name, probe_draws, read_draws,
+                                    validate_source)
 
 LISTS = [("kettle", "moon", "zebra"), ("fig", "sky", "apricot", "ladder"), ("oxen", "lilac"),
          ("quartz", "gnome", "breeze"), ("umbrella", "vivid", "harbor"), ("jasmine", "fig"),
@@ -565,12 +566,20 @@ def test_validator_refuses_letters_joined_by_another_mark_than_said(sandbox):
 def test_no_committed_quiz_is_refused(sandbox):
     """Every committed word quiz (seeds, held-out) asks for what it scores, and its answers
     are of the kind its questions ask for; 12 of them are identified as one operation of
-    the lexicon, so the rule is not vacuous."""
-    identified = 0
+    the lexicon, so the rule is not vacuous. A quiz of word steps is judged exactly
+    (``validation.chain_verdict``): each of its answers is what its question's steps
+    compute."""
+    identified = chains = 0
     for path in sorted(glob.glob("environments_store/*/*.py")):
         source = open(path, encoding="utf-8").read()
         read = read_draws(probe_draws(sandbox, source, env_class_name(source)))
         if read is None:
+            continue
+        draws = probe_draws(sandbox, source, env_class_name(source))
+        chained, wrong = chain_verdict(draws)
+        assert wrong is None, path
+        if chained:  # judged exactly, from the steps its questions name (test_word_steps)
+            chains += 1
             continue
         assert asked.unasked(read) is None, path
         assert asked.misfit(read) is None, path
@@ -578,10 +587,9 @@ def test_no_committed_quiz_is_refused(sandbox):
         assert asked.asks_nothing(read) is None, path
         assert asked.asks_opposites(read) is None, path
         assert asked.unasked_letter(read) is None, path
-        draws = probe_draws(sandbox, source, env_class_name(source))
         assert asked.unstated_repeat([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unplaced([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.unsaid_separator([(q, answer_of(a)) for q, a in draws]) is None, path
         assert asked.count_misses(read)[1] == 0, path
         identified += bool(asked.computed(read))
-    assert identified >= 12
+    assert identified >= 12 and chains >= 8
