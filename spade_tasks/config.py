@@ -279,6 +279,11 @@ class WarmstartConfig(_Section):
     another source program is shown as the memory program to grow from, and the target
     is this one, so the designer learns that a variant is not the program it is shown.
     0: every pair has the plain prompt."""
+    prefill: str | None = None
+    """The prefill the seed pairs' prompts end with and their targets continue; None:
+    ``designer.prefill``. Apart from it, a designer can be opened with more than all the
+    taught programs share (the word steps' import) and still be taught all of them: a
+    target must continue its prefill, and a program that does not is left out."""
     steps: int = Field(0, ge=0, le=100_000)
     """Supervised steps of the first warm start (0: none)."""
     batch_size: int = Field(1, ge=1, le=4096)

@@ -191,6 +191,7 @@ def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_progr
     have the variant prompt, each showing another program (drawn with ``seed``) as
     the parent, as a design grown from the memory sees it."""
     dcfg = cfg.designer
+    prefill = seed_prefill(cfg)
     all_titles = titles if titles is not None else [
         title_of(class_doc(p.source)) for p in programs]
     n_variant = round(cfg.warmstart.variant_pairs * docs_per_program) if len(programs) > 1 else 0
@@ -198,7 +199,7 @@ def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_progr
     out: list[Pair] = []
     k = 0
     for i, p in enumerate(programs):
-        if assistant_target(p.source, dcfg.prefill) is None:
+        if assistant_target(p.source, prefill) is None:
             continue
         own = title_of(class_doc(p.source))
         shown = [t for t in all_titles if t and t != own] if cfg.memory.enabled else []
@@ -208,13 +209,13 @@ def build_pairs(programs: list[Program], docs: list, cfg: Config, docs_per_progr
             k += 1
             source = ground_in_document(p.source, doc) if cfg.warmstart.document_words \
                 else p.source
-            target = assistant_target(source, dcfg.prefill)
+            target = assistant_target(source, prefill)
             if target is None:
                 continue
             parent = rng.choice(others).source if n >= docs_per_program - n_variant else None
             prompt = build_prompt(doc, PromptExamples([], [], shown), dcfg.setting,
                                   dcfg.prompt, parent)
-            out.append(Pair(p.origin, with_prefill(prompt, dcfg.prefill), target))
+            out.append(Pair(p.origin, with_prefill(prompt, prefill), target))
     return out
 
 
@@ -403,6 +404,11 @@ def accepted_programs(store, run: str, before: int) -> list[tuple[list[dict], st
     rows = queries.designs_taken_into_memory(store, run, before)
     return [(json.loads(r["prompt"]), r["source"]) for r in rows
             if not names_duplicate(r["reasons"])]
+
+
+def seed_prefill(cfg: Config) -> str:
+    """The prefill of the seed programs' pairs (``warmstart.prefill``, else the designer's)."""
+    return cfg.designer.prefill if cfg.warmstart.prefill is None else cfg.warmstart.prefill
 
 
 def accepted_pairs(cfg: Config, store, run: str, before: int) -> list[Pair]:

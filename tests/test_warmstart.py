@@ -87,6 +87,24 @@ def test_pairs_vary_the_document_and_never_show_the_target():
         assert name not in p.prompt[1]["content"]
 
 
+def test_seed_pairs_take_the_warm_start_prefill_apart_from_the_designer_s():
+    """A designer opened with the word steps' import is still taught every small seed:
+    the seed pairs end with ``warmstart.prefill``; without it, only the programs that
+    continue the designer's prefill are taught."""
+    progs = ws.programs_in([STORE / "seeds_small"])
+    chained = "```python\nfrom spade_env import QuizEnv, chain, "
+    only = Config(designer=DesignerConfig(prefill=chained, max_new_tokens=4096),
+                  warmstart=WarmstartConfig(enabled=True, steps=2))
+    taught = {p.origin for p in ws.build_pairs(progs, DOCS, only, docs_per_program=1)}
+    assert taught and all(Path(o).stem.startswith("steps_") for o in taught)
+    apart = only.model_copy(update={"warmstart": only.warmstart.model_copy(
+        update={"prefill": "```python\nfrom spade_env import "})})
+    pairs = ws.build_pairs(progs, DOCS, apart, docs_per_program=1)
+    assert {p.origin for p in pairs} == {p.origin for p in progs}
+    assert all(p.prompt[-1]["content"] == "```python\nfrom spade_env import " for p in pairs)
+    assert ws.seed_prefill(only) == chained and ws.seed_prefill(CFG) == PREFILL
+
+
 def test_variant_pairs_show_another_program_as_the_one_to_grow_from():
     progs = ws.select_programs(_all(), "games", 0.5)[:3]
     cfg = CFG.model_copy(update={"warmstart": WarmstartConfig(variant_pairs=0.5)})
