@@ -30,6 +30,8 @@ def test_chain_asks_the_steps_in_order_and_answers_what_they_compute():
         "in the alphabet (a = 1, b = 2, ...). What do you get?", "7")
     assert chain("garden", count_letters)[0].endswith("Count its letters. What do you get?")
     assert chain("garden", first_letter, reverse)[1] == "g"  # a letter is a word
+    # a step called alone computes, for a question a program words itself
+    assert drop_vowels("garden") == "grdn" and letter_place("c") == 3
     assert [s.name for s in spade_env.STEPS] == [
         s for s in spade_env.__all__ if isinstance(getattr(spade_env, s), spade_env.WordStep)]
 

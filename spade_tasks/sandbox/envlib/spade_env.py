@@ -977,6 +977,11 @@ class WordStep:
         self.name, self.told, self.compute = name, told, compute
         self.takes, self.gives = takes, gives
 
+    def __call__(self, value):
+        """The step's result alone (``drop_vowels("garden")`` is "grdn"), for a question
+        the program words itself; ``chain`` words it too."""
+        return self.compute(value)
+
     def __repr__(self):
         return self.name
 
