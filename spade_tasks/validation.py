@@ -1204,12 +1204,13 @@ def chain_verdict(draws: list[tuple[str, str]]) -> tuple[bool, str | None]:
     as a reason; (False, None) where some question is not a chain's."""
     chained = True
     for question, answer in draws:
-        if word_steps.read_chain(question) is None:
+        read = word_steps.read_chain(question)
+        if read is None:
             chained = False
             continue
-        right = word_steps.chain_answer(question)
+        right = word_steps.answer_of_read(*read)
         if right is None or answer_of(answer).strip().lower() != right:
-            word, steps = word_steps.read_chain(question)
+            word, steps = read
             return chained, (f"the question asks for {', then '.join(steps)} of {word!r}, "
                              f"which gives {right!r}, but the answer is "
                              f"{answer_of(answer)!r}")

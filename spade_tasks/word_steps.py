@@ -66,9 +66,12 @@ def chain_answer(question: str) -> str | None:
     """What ``chain`` answers to ``question``, computed here; None where the text is not
     a chain's question or its steps do not go together."""
     read = read_chain(question)
-    if read is None:
-        return None
-    word, names = read
+    return None if read is None else answer_of_read(*read)
+
+
+def answer_of_read(word: str, names: tuple[str, ...]) -> str | None:
+    """What ``chain`` answers for ``word`` put through the named steps (``read_chain``'s
+    result); None where the steps do not go together."""
     try:
         return envlib().chain(word, *(STEPS[n] for n in names))[1]
     except (ValueError, TypeError):
