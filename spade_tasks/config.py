@@ -263,6 +263,9 @@ class WarmstartConfig(_Section):
     setting (games or tool use) are used. Not the Reasoning Gym pool: a design may not
     use its generators (they are the fixed baseline's, and the held-out suite's package),
     so learning to write them would teach a rejected program."""
+    pattern: str = Field("*.py", min_length=1)
+    """The programs of each source folder that are taught: a glob of file names (the
+    default, all of them; ``steps_*.py``: the small seeds built from word steps)."""
     max_similarity: float = Field(0.5, gt=0, le=1)
     """A program this similar (``memory.jaccard`` of ``memory.features``) to one already
     taken is left out, so one template (the eight Reasoning Gym wrappers) does not

@@ -91,14 +91,14 @@ def select_programs(programs: list[Program], setting: str, max_similarity: float
     return [p for p, _ in kept]
 
 
-def programs_in(folders: list[Path]) -> list[Program]:
-    """Every ``*.py`` program in ``folders``, in name order."""
+def programs_in(folders: list[Path], pattern: str = "*.py") -> list[Program]:
+    """Every program in ``folders`` whose file name matches ``pattern``, in name order."""
     out = []
     for folder in folders:
         if not Path(folder).is_dir():
             raise UserError(f"warmstart.sources: {folder}: not a folder")
         out += [Program(str(p), p.read_text(encoding="utf-8"))
-                for p in sorted(Path(folder).glob("*.py"))]
+                for p in sorted(Path(folder).glob(pattern)) if p.suffix == ".py"]
     return out
 
 
@@ -344,8 +344,11 @@ def first_pairs(cfg: Config, tokenizer, seed: int) -> tuple[list[Program], list[
     from spade_tasks.corpus import draw_documents
 
     ws = cfg.warmstart
-    programs = select_programs(programs_in(list(ws.sources)), cfg.designer.setting,
+    programs = select_programs(programs_in(list(ws.sources), ws.pattern), cfg.designer.setting,
                                ws.max_similarity)
+    if not programs:
+        raise UserError(f"warmstart.pattern: {ws.pattern!r} matches no {cfg.designer.setting}"
+                        f" program in warmstart.sources")
     docs = draw_documents(len(programs) * ws.docs_per_program, seed, cfg.corpus)
     pairs = build_pairs(programs, docs, cfg, ws.docs_per_program, seed=seed)
     return programs, tokenize_pairs(tokenizer, pairs, ws.max_tokens,
