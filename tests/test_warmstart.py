@@ -105,6 +105,20 @@ def test_seed_pairs_take_the_warm_start_prefill_apart_from_the_designer_s():
     assert ws.seed_prefill(only) == chained and ws.seed_prefill(CFG) == PREFILL
 
 
+def test_pattern_picks_the_programs_taught_and_names_itself_when_it_matches_none():
+    from spade_tasks.errors import UserError
+
+    small = STORE / "seeds_small"
+    steps = ws.programs_in([small], "steps_*.py")
+    assert steps and all(Path(p.origin).name.startswith("steps_") for p in steps)
+    assert all("chain(" in p.source for p in steps)
+    assert len(steps) < len(ws.programs_in([small]))
+    cfg = Config(warmstart=WarmstartConfig(enabled=True, steps=2, sources=[small],
+                                           pattern="nothing_*.py"))
+    with pytest.raises(UserError, match=r"warmstart\.pattern: 'nothing_\*\.py' matches no"):
+        ws.first_pairs(cfg, _ByteTokenizer(), seed=0)
+
+
 def test_variant_pairs_show_another_program_as_the_one_to_grow_from():
     progs = ws.select_programs(_all(), "games", 0.5)[:3]
     cfg = CFG.model_copy(update={"warmstart": WarmstartConfig(variant_pairs=0.5)})
