@@ -208,7 +208,8 @@ REJECTION_STAGES: tuple[str, ...] = (
     "reset_return", "step_return", "probe_actions", "gymnasium", "oracle_missing",
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "words_ignored", "answer_determined", "answer_given", "answer_constant", "answer_asked",
-    "answer_unshown", "answer_fits", "answer_repeated", "answer_counts", "non_trivial",
+    "answer_unshown", "answer_fits", "answer_repeated", "answer_counts", "chain_padded",
+    "non_trivial",
     "floor_gap", "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
@@ -224,6 +225,9 @@ DUPLICATE_PROGRESS = (REJECTION_STAGES.index("parse") + 0.999) / len(REJECTION_S
 shows the whole contract but fails every later check. Below that, a designer learns to
 break its programs to escape a copy's floor (measured: docs/learning.md, "Notes on the
 early runs"); above it, copying would earn more than trying and failing later."""
+RETOLD_CHECKS = frozenset({"duplicate", "chain_padded"})
+"""Rejections of a game already known, retold: a copy, or a chain of word steps with a
+step that changes nothing (the shorter chain's game). They earn ``DUPLICATE_PROGRESS``."""
 FREE_WIN_CHECKS = frozenset({"non_trivial", "answer_given", "answer_constant", "floor_gap"})
 """Rejections that mean a player wins without doing the task (an empty or echoed answer,
 the answer copied from the question, one answer right on nearly every draw, another
@@ -312,7 +316,7 @@ def rejection_progress(reasons: Sequence[str], source: str | None, text: str = "
     (``UNASKED_CHECKS``); a check this list does not know counts as the first
     dynamic one."""
     name = check_name(reasons[0]) if reasons else "no_code"
-    if name == "duplicate" or name in FREE_WIN_CHECKS | UNASKED_CHECKS:
+    if name in RETOLD_CHECKS or name in FREE_WIN_CHECKS | UNASKED_CHECKS:
         return DUPLICATE_PROGRESS
     if name in GAMING_CHECKS:
         return 0.0

@@ -1377,6 +1377,38 @@ def check_answer_counts(ctx: Ctx) -> list[str]:
     return []
 
 
+PADDING_WORDS = ("apple", "banana", "letter", "queue", "rhythm", "idea", "strength",
+                 "moon", "zigzag", "orange", "sky", "bookkeeper", "eye", "planet")
+"""Words of every shape (vowels at either end or none, letters repeated or not, short and
+long) on which ``chain_padded`` tries a chain with and without each step: the probe's
+own words may share a shape by chance (all start with a consonant, say)."""
+
+
+def check_chain_padded(ctx: Ctx) -> list[str]:
+    """Every step of a chain of word steps changes its answer: a chain that answers on
+    words of every shape (``PADDING_WORDS``) as it does without one of its steps is that
+    shorter game retold ("remove the last letter, then take the first letter" is "take
+    the first letter"). With sixteen steps, a designer could otherwise make a known game
+    new as often as it likes by adding a step that changes nothing (learn-s49 wrote
+    ``chain(word, drop_last, first_letter)``)."""
+    chains = dict.fromkeys(read[1] for q, _ in _quiz_draws(ctx)
+                           if (read := word_steps.read_chain(q)) is not None)
+    if not chains:
+        raise Skipped("no question is a chain of word steps")
+    for names in chains:
+        for i, name in enumerate(names if len(names) > 1 else ()):
+            shorter = names[:i] + names[i + 1:]
+            pairs = [(word_steps.answer_of_read(w, names), word_steps.answer_of_read(w, shorter))
+                     for w in PADDING_WORDS]
+            pairs = [(a, b) for a, b in pairs if a is not None]
+            if pairs and all(a == b for a, b in pairs):
+                return [f"chain_padded: {', then '.join(names)} answers as "
+                        f"{', then '.join(shorter)} does on words of every shape: the step "
+                        f"{name} changes nothing, and the game is the shorter chain's"]
+    ctx.notes["chain_padded"] = "every step of each chain changes its answer"
+    return []
+
+
 def _quiz_draws(ctx: Ctx) -> list[tuple[str, str]]:
     """A word quiz's probe draws (``Ctx.draws``); Skipped for a program that is not a quiz
     with an oracle or has no word table to draw from (``probe_draws`` never gives an
@@ -1579,7 +1611,7 @@ DYNAMIC_CHECKS = [check_load, check_max_turns, check_probe_actions, check_gymnas
                   check_replayability, check_episode_isolation, check_seed_ignored,
                   check_words_ignored, check_answer_determined, check_answer_given,
                   check_answer_constant, check_answer_asked, check_answer_unshown, check_answer_fits,
-                  check_answer_repeated, check_answer_counts,
+                  check_answer_repeated, check_answer_counts, check_chain_padded,
                   check_non_trivial, check_floor_gap, check_reward_well_formed, check_hint,
                   check_hint_leak, check_resource_bounds]
 GATES = frozenset({"parse", "env_class", "load", "max_turns"})

@@ -438,6 +438,7 @@ def test_validate_all_json_reports_every_check(tmp_path):
     assert statuses.pop("answer_fits") == "skip"
     assert statuses.pop("answer_repeated") == "skip"
     assert statuses.pop("answer_counts") == "skip"
+    assert statuses.pop("chain_padded") == "skip"
     assert statuses.pop("words_ignored") == "skip"
     assert set(statuses.values()) == {"pass"}
     assert [c["name"] for c in rows[1]["checks"] if c["status"] == "fail"] == ["hint"]

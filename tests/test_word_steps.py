@@ -139,6 +139,34 @@ def test_validator_judges_a_chain_quiz_exactly(sandbox):
         assert rejection_progress(report.reasons, gamed) == DUPLICATE_PROGRESS
 
 
+def test_a_chain_with_a_step_that_changes_nothing_is_the_shorter_game(sandbox):
+    """learn-s49's designer wrote ``chain(word, drop_last, first_letter)``: the first
+    letter, with a step in front that changes nothing. Refused as a retold game (what a
+    duplicate earns); every committed chain seed keeps each of its steps."""
+    from spade_tasks.validation import PADDING_WORDS
+
+    cfg = ValidationConfig()
+    padded = CHAIN_QUIZ.replace("drop_vowels, reverse", "drop_last, first_letter")
+    report = validate_source(padded, sandbox, cfg)
+    assert not report.accepted
+    assert report.reasons[0].startswith(
+        "chain_padded: drop_last, then first_letter answers as first_letter does"), report.reasons
+    assert rejection_progress(report.reasons, padded) == DUPLICATE_PROGRESS
+    # Order-blind steps before a sort or a count change nothing either; a step whose
+    # answer differs on some shape of word is kept.
+    for names, padding in ((("reverse", "sort_letters"), True),
+                           (("double", "count_distinct"), True),
+                           (("drop_vowels", "first_letter"), False),
+                           (("drop_first", "sort_letters"), False),
+                           (("drop_vowels", "reverse"), False)):
+        full = [word_steps.answer_of_read(w, names) for w in PADDING_WORDS]
+        alone = [word_steps.answer_of_read(w, names[1:]) for w in PADDING_WORDS]
+        assert (full == alone) == padding, names
+    report = validate_source(CHAIN_QUIZ, sandbox, cfg, run_all=True)
+    (check,) = [c for c in report.checks if c.name == "chain_padded"]
+    assert check.status == "pass" and "changes its answer" in check.detail
+
+
 def test_chains_of_other_steps_are_other_games():
     other = CHAIN_QUIZ.replace("drop_vowels, reverse", "sort_letters, reverse")
     assert memory.game_shape(CHAIN_QUIZ) != memory.game_shape(other)
