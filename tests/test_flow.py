@@ -34,9 +34,9 @@ def tiny_config(tmp_path: Path, name: str, **sections) -> Path:
     cfg["rollout"] = {"episodes_per_env": 2, "pool_sample": 2, "max_new_tokens": 24,
                       "max_turns": 2}
     cfg["validation"] = {"seeds": [0, 1]}
-    # The warm start as configured, at the smallest size: with 160-token designs no seed
-    # program fits a design, so it records that it had no pairs (tests/test_warmstart.py
-    # runs a real supervised step through `spade warmstart`).
+    # The warm start as configured, at the smallest size: one real supervised step on
+    # the word-step seeds, which fit 160-token designs (tests/test_warmstart.py runs
+    # `spade warmstart` itself).
     cfg["warmstart"] = {**cfg.get("warmstart", {}), "steps": 1, "docs_per_program": 1,
                         "accepted_steps": 1}
     # Paths of the copied config, resolved where the original lives.
