@@ -209,8 +209,7 @@ REJECTION_STAGES: tuple[str, ...] = (
     "oracle_feasible", "determinism", "replayability", "episode_isolation", "seed_ignored",
     "words_ignored", "answer_determined", "answer_given", "answer_constant", "answer_asked",
     "answer_unshown", "answer_fits", "answer_repeated", "answer_counts", "chain_padded",
-    "non_trivial",
-    "floor_gap", "reward_well_formed", "hint", "resource_bounds",
+    "non_trivial", "floor_gap", "reward_well_formed", "hint", "resource_bounds",
 )
 """The validator's checks in the order a program meets them (``validation.check_names()``;
 a probe episode's fault is named ``limits``, ``reset_return`` or ``step_return``, met

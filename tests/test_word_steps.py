@@ -142,7 +142,8 @@ def test_validator_judges_a_chain_quiz_exactly(sandbox):
 def test_a_chain_with_a_step_that_changes_nothing_is_the_shorter_game(sandbox):
     """learn-s49's designer wrote ``chain(word, drop_last, first_letter)``: the first
     letter, with a step in front that changes nothing. Refused as a retold game (what a
-    duplicate earns); every committed chain seed keeps each of its steps."""
+    duplicate earns); a chain whose every step counts passes (and so does every committed
+    chain seed: tests/test_seeds.py)."""
     from spade_tasks.validation import PADDING_WORDS
 
     cfg = ValidationConfig()
